@@ -1,0 +1,66 @@
+"""Resource types in Kubernetes shape, their validation, and label selectors. No I/O."""
+
+from shiftnet.api.base import Condition, ObjectMeta, Resource, Wire
+from shiftnet.api.core import (
+    Container,
+    ContainerPort,
+    EndpointAddress,
+    EndpointPort,
+    Endpoints,
+    EndpointSubset,
+    EnvVar,
+    Namespace,
+    Node,
+    NodeAddress,
+    Pod,
+    Probe,
+    Service,
+    ServicePort,
+)
+from shiftnet.api.network import ClusterNetwork, ClusterNetworkEntry, HostSubnet
+from shiftnet.api.registry import KINDS, kind_for_kind, kind_for_name, kind_for_resource, parse_object
+from shiftnet.api.route import (
+    Route,
+    RouteIngress,
+    RouteIngressCondition,
+    RoutePort,
+    RouteSpec,
+    RouteTargetReference,
+    TLSConfig,
+)
+
+__all__ = [
+    "KINDS",
+    "ClusterNetwork",
+    "ClusterNetworkEntry",
+    "Condition",
+    "Container",
+    "ContainerPort",
+    "EndpointAddress",
+    "EndpointPort",
+    "EndpointSubset",
+    "Endpoints",
+    "EnvVar",
+    "HostSubnet",
+    "Namespace",
+    "Node",
+    "NodeAddress",
+    "ObjectMeta",
+    "Pod",
+    "Probe",
+    "Resource",
+    "Route",
+    "RouteIngress",
+    "RouteIngressCondition",
+    "RoutePort",
+    "RouteSpec",
+    "RouteTargetReference",
+    "Service",
+    "ServicePort",
+    "TLSConfig",
+    "Wire",
+    "kind_for_kind",
+    "kind_for_name",
+    "kind_for_resource",
+    "parse_object",
+]

@@ -1,0 +1,78 @@
+"""The shared pydantic base: camelCase on the wire, unknown fields rejected."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Wire(BaseModel):
+    """Base of every API struct: Kubernetes camelCase names, extra fields forbidden."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=to_camel,
+        validate_assignment=False,
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Kubernetes wire shape (camelCase, no nulls)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class ObjectMeta(Wire):
+    name: str = ""
+    generate_name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+
+
+class Condition(Wire):
+    type: str
+    status: str = "Unknown"
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    last_probe_time: str | None = None
+
+
+class Resource(Wire):
+    """A top-level object: apiVersion, kind, metadata (+ spec/status in subclasses)."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = ""
+    RESOURCE: ClassVar[str] = ""  # plural, lowercase: the store key prefix
+    NAMESPACED: ClassVar[bool] = True
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.api_version:
+            self.api_version = self.API_VERSION
+        if not self.kind:
+            self.kind = self.KIND
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.metadata.namespace
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(namespace or "", name): the identity inside one resource type."""
+        return (self.metadata.namespace or "", self.metadata.name)

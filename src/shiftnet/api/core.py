@@ -1,0 +1,273 @@
+"""Core v1 kinds: Namespace, Pod, Service, Endpoints, Node."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from shiftnet.api.base import Condition, Resource, Wire
+
+# ---------------------------------------------------------------- Namespace
+
+
+class NamespaceSpec(Wire):
+    finalizers: list[str] = Field(default_factory=list)
+
+
+class NamespaceStatus(Wire):
+    phase: str = "Active"
+
+
+class Namespace(Resource):
+    API_VERSION = "v1"
+    KIND = "Namespace"
+    RESOURCE = "namespaces"
+    NAMESPACED = False
+    SHORT_NAMES = ("ns",)
+
+    spec: NamespaceSpec = Field(default_factory=NamespaceSpec)
+    status: NamespaceStatus = Field(default_factory=NamespaceStatus)
+
+
+# ---------------------------------------------------------------- Pod
+
+
+class EnvVar(Wire):
+    name: str
+    value: str = ""
+
+
+class ContainerPort(Wire):
+    name: str | None = None
+    container_port: int
+    protocol: str = "TCP"
+    host_port: int | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+
+
+class ExecAction(Wire):
+    command: list[str] = Field(default_factory=list)
+
+
+class HTTPGetAction(Wire):
+    path: str = "/"
+    port: int | str
+    host: str | None = None
+    scheme: str = "HTTP"
+
+
+class TCPSocketAction(Wire):
+    port: int | str
+    host: str | None = None
+
+
+class Probe(Wire):
+    exec_: ExecAction | None = Field(default=None, alias="exec")
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    initial_delay_seconds: int = 0
+    period_seconds: int = 10
+    timeout_seconds: int = 1
+    success_threshold: int = 1
+    failure_threshold: int = 3
+
+
+class Container(Wire):
+    name: str
+    image: str | None = None
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    working_dir: str | None = None
+    env: list[EnvVar] = Field(default_factory=list)
+    ports: list[ContainerPort] = Field(default_factory=list)
+    readiness_probe: Probe | None = None
+    liveness_probe: Probe | None = None
+
+
+class PodSpec(Wire):
+    containers: list[Container] = Field(default_factory=list)
+    node_name: str | None = None
+    restart_policy: str = "Always"
+    termination_grace_period_seconds: int = 30
+    hostname: str | None = None
+    subdomain: str | None = None
+    node_selector: dict[str, str] = Field(default_factory=dict)
+
+
+class ContainerStatus(Wire):
+    name: str
+    ready: bool = False
+    restart_count: int = 0
+    started: bool | None = None
+    state: dict[str, dict[str, str | int]] = Field(default_factory=dict)
+
+
+class PodStatus(Wire):
+    phase: str = "Pending"
+    conditions: list[Condition] = Field(default_factory=list)
+    message: str | None = None
+    reason: str | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+    pod_ip: str | None = Field(default=None, alias="podIP")
+    start_time: str | None = None
+    container_statuses: list[ContainerStatus] = Field(default_factory=list)
+
+
+class Pod(Resource):
+    API_VERSION = "v1"
+    KIND = "Pod"
+    RESOURCE = "pods"
+    SHORT_NAMES = ("po",)
+
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def ready(self) -> bool:
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
+
+# ---------------------------------------------------------------- Service
+
+
+class ClientIPConfig(Wire):
+    timeout_seconds: int = 10800
+
+
+class SessionAffinityConfig(Wire):
+    client_ip: ClientIPConfig | None = Field(default=None, alias="clientIP")
+
+
+class ServicePort(Wire):
+    name: str | None = None
+    protocol: str = "TCP"
+    port: int
+    target_port: int | str | None = None
+    node_port: int | None = None
+
+    @property
+    def effective_target_port(self) -> int | str:
+        """Kubernetes defaults targetPort to port."""
+        return self.port if self.target_port in (None, "", 0) else self.target_port  # type: ignore[return-value]
+
+
+class ServiceSpec(Wire):
+    type: str = "ClusterIP"
+    selector: dict[str, str] | None = None
+    ports: list[ServicePort] = Field(default_factory=list)
+    cluster_ip: str | None = Field(default=None, alias="clusterIP")
+    external_ips: list[str] = Field(default_factory=list, alias="externalIPs")
+    external_name: str | None = None
+    session_affinity: str = "None"
+    session_affinity_config: SessionAffinityConfig | None = None
+    publish_not_ready_addresses: bool = False
+
+    @property
+    def affinity_timeout(self) -> int:
+        """ClientIP affinity timeout in seconds (Kubernetes default 10800)."""
+        cfg = self.session_affinity_config
+        if cfg and cfg.client_ip:
+            return cfg.client_ip.timeout_seconds
+        return 10800
+
+    @property
+    def headless(self) -> bool:
+        return self.cluster_ip == "None"
+
+
+class LoadBalancerStatus(Wire):
+    ingress: list[dict[str, str]] = Field(default_factory=list)
+
+
+class ServiceStatus(Wire):
+    load_balancer: LoadBalancerStatus = Field(default_factory=LoadBalancerStatus)
+
+
+class Service(Resource):
+    API_VERSION = "v1"
+    KIND = "Service"
+    RESOURCE = "services"
+    SHORT_NAMES = ("svc",)
+
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+    status: ServiceStatus = Field(default_factory=ServiceStatus)
+
+
+# ---------------------------------------------------------------- Endpoints
+
+
+class ObjectReference(Wire):
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    uid: str | None = None
+
+
+class EndpointAddress(Wire):
+    ip: str
+    hostname: str | None = None
+    node_name: str | None = None
+    target_ref: ObjectReference | None = None
+
+
+class EndpointPort(Wire):
+    name: str | None = None
+    port: int
+    protocol: str = "TCP"
+
+
+class EndpointSubset(Wire):
+    addresses: list[EndpointAddress] = Field(default_factory=list)
+    not_ready_addresses: list[EndpointAddress] = Field(default_factory=list)
+    ports: list[EndpointPort] = Field(default_factory=list)
+
+
+class Endpoints(Resource):
+    API_VERSION = "v1"
+    KIND = "Endpoints"
+    RESOURCE = "endpoints"
+    SHORT_NAMES = ("ep",)
+
+    subsets: list[EndpointSubset] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- Node
+
+
+class NodeAddress(Wire):
+    type: str
+    address: str
+
+
+class NodeSpec(Wire):
+    pod_cidr: str | None = Field(default=None, alias="podCIDR")
+    unschedulable: bool = False
+
+
+class NodeStatus(Wire):
+    addresses: list[NodeAddress] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class Node(Resource):
+    API_VERSION = "v1"
+    KIND = "Node"
+    RESOURCE = "nodes"
+    NAMESPACED = False
+    SHORT_NAMES = ("no",)
+
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def ready(self) -> bool:
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
+    @property
+    def internal_ip(self) -> str | None:
+        for a in self.status.addresses:
+            if a.type == "InternalIP":
+                return a.address
+        return None
+
+
+CORE_KINDS: tuple[type[Resource], ...] = (Namespace, Pod, Service, Endpoints, Node)

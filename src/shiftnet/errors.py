@@ -1,0 +1,75 @@
+"""Typed errors a user can cause or meet; each renders as one clear sentence.
+
+The CLI prints ``str(err)`` and exits non-zero; a traceback is shown only with
+``--debug``. Never raise bare ``Exception`` from shiftnet code.
+"""
+
+from __future__ import annotations
+
+
+class ShiftnetError(Exception):
+    """Base of every error shiftnet raises on purpose."""
+
+    exit_code = 1
+
+
+class InvalidObject(ShiftnetError):
+    """An object failed validation; names the kind, the object and the field path."""
+
+    def __init__(self, kind: str, name: str, field: str, message: str) -> None:
+        self.kind = kind
+        self.name = name
+        self.field = field
+        self.message = message
+        where = f'{kind} "{name}"' if name else kind
+        super().__init__(f"{where} is invalid: {field}: {message}" if field else f"{where} is invalid: {message}")
+
+
+class InvalidInput(ShiftnetError):
+    """Input that is not even an object: malformed YAML, unknown kind, unreadable file."""
+
+
+class NotFound(ShiftnetError):
+    def __init__(self, resource: str, namespace: str | None, name: str) -> None:
+        self.resource, self.namespace, self.name = resource, namespace, name
+        where = f' in namespace "{namespace}"' if namespace else ""
+        super().__init__(f'{resource} "{name}" not found{where}')
+
+
+class AlreadyExists(ShiftnetError):
+    def __init__(self, resource: str, namespace: str | None, name: str) -> None:
+        self.resource, self.namespace, self.name = resource, namespace, name
+        where = f' in namespace "{namespace}"' if namespace else ""
+        super().__init__(f'{resource} "{name}" already exists{where}')
+
+
+class Conflict(ShiftnetError):
+    """Optimistic concurrency failed: the object changed since it was read."""
+
+    def __init__(self, resource: str, namespace: str | None, name: str, detail: str = "") -> None:
+        self.resource, self.namespace, self.name = resource, namespace, name
+        msg = (
+            f'Operation cannot be fulfilled on {resource} "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again"
+        )
+        super().__init__(msg + (f" ({detail})" if detail else ""))
+
+
+class Expired(ShiftnetError):
+    """A watch asked for a revision the store has compacted away: relist."""
+
+    def __init__(self, revision: int, oldest: int) -> None:
+        self.revision, self.oldest = revision, oldest
+        super().__init__(f"too old resource version: {revision} (oldest kept is {oldest})")
+
+
+class StoreUnavailable(ShiftnetError):
+    """The cluster store cannot be reached."""
+
+
+class AllocationError(ShiftnetError):
+    """An address or subnet cannot be given (taken, out of range, or range full)."""
+
+
+class ConfigError(ShiftnetError):
+    """A component's configuration (flag or environment variable) is invalid."""
