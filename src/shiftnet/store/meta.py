@@ -9,7 +9,8 @@ from typing import Any
 
 
 def now_rfc3339() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 with microseconds, so "oldest wins" orders objects made in one second."""
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def key_of(obj: dict[str, Any]) -> tuple[str, str]:
@@ -21,8 +22,8 @@ def prepare_create(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy with uid, creationTimestamp and generation set (resourceVersion is the backend's)."""
     out = copy.deepcopy(obj)
     meta = out.setdefault("metadata", {})
-    meta["uid"] = meta.get("uid") or str(uuid.uuid4())
-    meta["creationTimestamp"] = meta.get("creationTimestamp") or now_rfc3339()
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_rfc3339()
     meta["generation"] = 1
     meta.pop("resourceVersion", None)
     return out
