@@ -20,7 +20,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from shiftnet.api.selectors import parse_selector
 from shiftnet.errors import AlreadyExists, Conflict, Expired, NotFound, StoreUnavailable
@@ -340,7 +340,7 @@ class SqliteStore:
                 rows, db_head = await self._run(fetch)
                 for rev, etype, data in rows:
                     cursor = int(rev)
-                    yield WatchEvent(etype, resource, json.loads(data), cursor)
+                    yield WatchEvent(cast(EventType, etype), resource, json.loads(data), cursor)
                 if len(rows) == 1000:
                     continue
                 # everything up to db_head is delivered; sleep until the poller sees more
