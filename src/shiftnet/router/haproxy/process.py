@@ -1,0 +1,419 @@
+"""Run one real HAProxy in master-worker mode, and keep it running.
+
+Why master-worker (``-W -D -S <master socket> -p <pid file>``): a reload is a
+SIGUSR2 to the master, which re-executes itself on the same configuration path
+and hands the listening sockets of the old worker to the new one, so no
+connection is refused during a reload; old workers finish their connections
+and are bounded by ``hard-stop-after``. HAProxy daemonizes into its own
+session, so it outlives the router: a router that crashes leaves traffic
+flowing, and a restarted router finds the master through the pid file and the
+master socket and adopts it instead of starting a second one. Only a clean
+``stop()`` stops HAProxy.
+
+Every configuration is checked with ``haproxy -c`` before it is used; a
+configuration that fails the check, or a reload the master reports as failed,
+raises a typed error while the previous worker keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import resource
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from shiftnet.errors import ShiftnetError
+from shiftnet.router import metrics
+
+log = logging.getLogger(__name__)
+
+HAPROXY_BINARY = "/usr/sbin/haproxy"
+CONFIG_NAME = "haproxy.cfg"
+
+# File descriptors HAProxy needs beyond two per connection: listeners, the
+# stats and master sockets, health checks, logs, resolvers. Measured on
+# HAProxy 2.6: maxconn 9,990 needs 20,008 descriptors, so 1,000 spare is a
+# comfortable margin that also covers a few hundred checked servers.
+FD_RESERVE_MIN = 1000
+
+
+class HAProxyError(ShiftnetError):
+    """HAProxy could not be started, reloaded or reached."""
+
+
+class ConfigCheckFailed(HAProxyError):
+    """``haproxy -c`` refused a configuration; the running one stays in place."""
+
+    def __init__(self, path: Path, output: str) -> None:
+        self.path = path
+        self.output = output
+        first = _first_alert(output)
+        super().__init__(f"HAProxy configuration {path} is invalid: {first}")
+
+
+class ReloadFailed(HAProxyError):
+    """The master could not load the new configuration; the old worker keeps serving."""
+
+
+def _first_alert(output: str) -> str:
+    for line in output.splitlines():
+        if "[ALERT]" in line:
+            return line.split(":", 2)[-1].strip()
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    return lines[0] if lines else "haproxy -c failed without output"
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """What this machine lets HAProxy use: connections by descriptors, threads by CPUs."""
+
+    maxconn: int
+    nbthread: int
+    nofile: int
+    requested_maxconn: int
+
+    @property
+    def capped(self) -> bool:
+        return self.maxconn < self.requested_maxconn
+
+
+def fit_limits(requested_maxconn: int, nofile: int | None = None, cpus: int | None = None) -> ProcessLimits:
+    """Size ``maxconn`` so HAProxy can raise its descriptor limit, and threads to the CPUs.
+
+    HAProxy needs about two descriptors per connection plus a reserve; when it
+    would need more than the hard ``RLIMIT_NOFILE`` it refuses to start (its
+    ``strict-limits`` default), which is how OpenShift's default of 50,000
+    connections fails on a machine limited to 20,000 descriptors.
+    """
+    if nofile is None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        nofile = hard if hard != resource.RLIM_INFINITY else soft
+        if nofile == resource.RLIM_INFINITY:
+            nofile = 1 << 20
+    reserve = max(FD_RESERVE_MIN, nofile // 20)
+    allowed = max(1, (nofile - reserve) // 2)
+    if cpus is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+    nbthread = max(1, min(cpus, 64))
+    return ProcessLimits(
+        maxconn=min(requested_maxconn, allowed),
+        nbthread=nbthread,
+        nofile=nofile,
+        requested_maxconn=requested_maxconn,
+    )
+
+
+_limits_logged = False
+
+
+def log_limits_once(limits: ProcessLimits) -> None:
+    """Say once per router process how ``maxconn`` was sized, and why."""
+    global _limits_logged
+    if _limits_logged:
+        return
+    _limits_logged = True
+    if limits.capped:
+        log.warning(
+            "haproxy maxconn lowered to fit the file descriptor limit: requested=%d maxconn=%d "
+            "nofile=%d nbthread=%d",
+            limits.requested_maxconn,
+            limits.maxconn,
+            limits.nofile,
+            limits.nbthread,
+        )
+    else:
+        log.info(
+            "haproxy limits maxconn=%d nofile=%d nbthread=%d",
+            limits.maxconn,
+            limits.nofile,
+            limits.nbthread,
+        )
+
+
+@dataclass(frozen=True)
+class MasterStatus:
+    """The master's view from ``show proc``."""
+
+    master_pid: int
+    reloads: int
+    failed: int
+    workers: tuple[int, ...]
+    old_workers: tuple[int, ...]
+
+
+_MASTER_RE = re.compile(r"^(\d+)\s+master\s+(\d+)\s+\[failed:\s*(\d+)\]")
+_WORKER_RE = re.compile(r"^(\d+)\s+worker\s")
+
+
+def parse_show_proc(text: str) -> MasterStatus:
+    """Parse the master CLI's ``show proc`` table (HAProxy 2.6 layout)."""
+    master_pid = reloads = failed = -1
+    workers: list[int] = []
+    old: list[int] = []
+    section = "master"
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("# workers"):
+            section = "workers"
+            continue
+        if line.startswith("# old workers"):
+            section = "old"
+            continue
+        if line.startswith("# programs"):
+            section = "programs"
+            continue
+        m = _MASTER_RE.match(line)
+        if m:
+            master_pid, reloads, failed = int(m[1]), int(m[2]), int(m[3])
+            continue
+        w = _WORKER_RE.match(line)
+        if w:
+            (workers if section == "workers" else old).append(int(w[1]))
+    if master_pid < 0:
+        raise HAProxyError(f"unexpected answer from the HAProxy master socket: {text[:200]!r}")
+    return MasterStatus(master_pid, reloads, failed, tuple(workers), tuple(old))
+
+
+async def unix_command(path: Path, command: str, timeout: float = 5.0) -> str:
+    """Send one command line to a HAProxy CLI socket and return its whole answer."""
+
+    async def run() -> str:
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        try:
+            writer.write(command.encode() + b"\n")
+            await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+            data = await reader.read()
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+        return data.decode(errors="replace")
+
+    return await asyncio.wait_for(run(), timeout)
+
+
+class HAProxyProcess:
+    """One HAProxy master (and its workers) serving ``<work_dir>/conf/haproxy.cfg``.
+
+    Layout of ``work_dir``: ``conf/`` the live file set, ``run/haproxy.pid``
+    the master's pid, ``run/master.sock`` the master CLI.
+    """
+
+    def __init__(
+        self,
+        work_dir: Path,
+        binary: str = HAPROXY_BINARY,
+        restart_backoff: float = 1.0,
+    ) -> None:
+        self.work_dir = Path(work_dir)
+        self.conf_dir = self.work_dir / "conf"
+        self.run_dir = self.work_dir / "run"
+        self.config_path = self.conf_dir / CONFIG_NAME
+        self.pid_file = self.run_dir / "haproxy.pid"
+        self.master_socket = self.run_dir / "master.sock"
+        self.binary = binary
+        self.restart_backoff = restart_backoff
+        self.restarts = 0
+        self.adopted = False
+        self._lock = asyncio.Lock()
+
+    # ----------------------------------------------------------------- checks
+    async def check(self, config_path: Path) -> None:
+        """Run ``haproxy -c`` on a configuration; raise :class:`ConfigCheckFailed`."""
+        proc = await asyncio.create_subprocess_exec(
+            self.binary,
+            "-c",
+            "-f",
+            str(config_path),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=str(Path(config_path).parent),
+        )
+        out, _ = await proc.communicate()
+        if proc.returncode != 0:
+            raise ConfigCheckFailed(config_path, out.decode(errors="replace"))
+
+    # ------------------------------------------------------------ inspection
+    def read_pid(self) -> int | None:
+        try:
+            text = self.pid_file.read_text().split()
+        except OSError:
+            return None
+        try:
+            return int(text[0]) if text else None
+        except ValueError:
+            return None
+
+    def _is_our_master(self, pid: int) -> bool:
+        """The pid is a live (not zombie) haproxy started on our configuration."""
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        state = stat.rsplit(")", 1)[-1].split()[0]
+        if state in ("Z", "X"):
+            return False
+        return b"haproxy" in cmdline and str(self.master_socket).encode() in cmdline
+
+    def alive(self) -> bool:
+        pid = self.read_pid()
+        return pid is not None and self._is_our_master(pid)
+
+    async def status(self) -> MasterStatus:
+        return parse_show_proc(await unix_command(self.master_socket, "show proc"))
+
+    async def _wait_status(self, timeout: float) -> MasterStatus:
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                st = await self.status()
+                if st.workers:
+                    return st
+            except (OSError, asyncio.TimeoutError, HAProxyError) as err:
+                last = err
+            await asyncio.sleep(0.02)
+        raise HAProxyError(f"HAProxy master at {self.master_socket} did not answer: {last!r}")
+
+    # ------------------------------------------------------------- lifecycle
+    async def adopt(self) -> bool:
+        """Take over a HAProxy left running by an earlier router; True when adopted."""
+        pid = self.read_pid()
+        if pid is None or not self._is_our_master(pid):
+            return False
+        try:
+            st = await self._wait_status(timeout=2.0)
+        except HAProxyError:
+            return False
+        self.adopted = True
+        log.info("haproxy adopted master_pid=%d workers=%s", st.master_pid, list(st.workers))
+        return True
+
+    async def start(self) -> None:
+        """Start a new master on the live configuration (which must already be checked)."""
+        async with self._lock:
+            await self._start_locked()
+
+    async def _start_locked(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.master_socket.unlink()
+        proc = await asyncio.create_subprocess_exec(
+            self.binary,
+            "-W",
+            "-D",
+            "-S",
+            f"{self.master_socket},mode,600",
+            "-p",
+            str(self.pid_file),
+            "-f",
+            str(self.config_path),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            cwd=str(self.conf_dir),
+        )
+        # With -D the launching process exits once the master is daemonized;
+        # its output is whatever HAProxy had to say while starting.
+        out, _ = await proc.communicate()
+        if proc.returncode != 0:
+            raise HAProxyError(f"HAProxy failed to start: {_first_alert(out.decode(errors='replace'))}")
+        st = await self._wait_status(timeout=10.0)
+        self.adopted = False
+        log.info("haproxy started master_pid=%d workers=%s", st.master_pid, list(st.workers))
+
+    async def ensure_running(self) -> bool:
+        """Adopt a running master or start one; True when one had to be started."""
+        async with self._lock:
+            if self.alive():
+                try:
+                    await self._wait_status(timeout=2.0)
+                    return False
+                except HAProxyError:
+                    log.warning("haproxy master does not answer; restarting it")
+                    self._kill_pid(signal.SIGKILL)
+            await self._start_locked()
+            return True
+
+    async def reload(self, timeout: float = 15.0) -> MasterStatus:
+        """Reload the master on the live configuration, seamlessly.
+
+        Raises :class:`ReloadFailed` when the master reports a failed reload;
+        the previous worker then keeps serving the previous configuration.
+        """
+        async with self._lock:
+            before = await self._wait_status(timeout=5.0)
+            os.kill(before.master_pid, signal.SIGUSR2)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+                try:
+                    st = await self.status()
+                except (OSError, asyncio.TimeoutError, HAProxyError):
+                    continue  # the master is re-executing itself
+                if st.reloads <= before.reloads:
+                    continue
+                if st.failed > before.failed:
+                    raise ReloadFailed(
+                        "HAProxy refused the new configuration; the previous one keeps serving"
+                    )
+                new_workers = set(st.workers) - set(before.workers)
+                if new_workers:
+                    return st
+            raise ReloadFailed(f"HAProxy did not finish reloading within {timeout:.0f}s")
+
+    def _kill_pid(self, sig: signal.Signals) -> None:
+        pid = self.read_pid()
+        if pid is not None and self._is_our_master(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Stop the master and its workers (clean router shutdown only)."""
+        async with self._lock:
+            pid = self.read_pid()
+            if pid is None or not self._is_our_master(pid):
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self._is_our_master(pid):
+                await asyncio.sleep(0.02)
+            if self._is_our_master(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(FileNotFoundError):
+                self.pid_file.unlink()
+            log.info("haproxy stopped master_pid=%d", pid)
+
+    async def supervise(self, interval: float = 0.5) -> None:
+        """Forever: restart HAProxy when its master is gone (run as a task)."""
+        while True:
+            await asyncio.sleep(interval)
+            if self.alive():
+                continue
+            log.error("haproxy is not running; restarting it config=%s", self.config_path)
+            try:
+                async with self._lock:
+                    if not self.alive():
+                        await self._start_locked()
+                        self.restarts += 1
+                        metrics.HAPROXY_RESTARTS.inc()
+            except HAProxyError as err:
+                log.error("haproxy restart failed error=%s", err)
+                await asyncio.sleep(self.restart_backoff)
+

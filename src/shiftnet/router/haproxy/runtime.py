@@ -1,0 +1,320 @@
+"""Async client for HAProxy's runtime API (the admin-level stats socket).
+
+Why: endpoint changes (pods coming, going, changing readiness or weight) and
+map entries can be applied to the running workers in milliseconds without a
+reload. The CLI has no status codes, so each command's answer is matched
+against HAProxy's known refusals and a refusal raises :class:`RuntimeAPIError`
+naming the command; the driver then falls back to a reload.
+
+Arguments are validated here (backend/server names, addresses, map keys) so
+nothing can smuggle a second command through ``;`` or a newline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import ipaddress
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from shiftnet.errors import ShiftnetError
+from shiftnet.router.haproxy.process import unix_command
+
+
+class RuntimeAPIError(ShiftnetError):
+    """HAProxy's runtime API refused or could not run a command."""
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+_MAP_ARG_RE = re.compile(r"^[\x21-\x7e]{1,4096}$")
+_MAP_PATH_RE = re.compile(r"^[A-Za-z0-9_./#\-]{1,4096}$")
+
+# Answers that mean "not done" (HAProxy 2.6 wording, matched case-insensitively).
+_REFUSALS = (
+    "no such",
+    "unknown",
+    "invalid",
+    "require",
+    "permission denied",
+    "can't",
+    "cannot",
+    "failed",
+    "not found",
+    "out of memory",
+    "is not",
+    "must be",
+    "not allowed",
+    "expects",
+)
+
+
+def _name(value: str, what: str) -> str:
+    if not _NAME_RE.match(value):
+        raise RuntimeAPIError(f"{what} {value!r} is not a valid HAProxy object name")
+    return value
+
+
+def _map_arg(value: str, what: str) -> str:
+    if not _MAP_ARG_RE.match(value) or ";" in value or "\\" in value:
+        raise RuntimeAPIError(f"map {what} {value!r} cannot be sent through the runtime API")
+    return value
+
+
+def _map_path(value: str) -> str:
+    if not _MAP_PATH_RE.match(value):
+        raise RuntimeAPIError(f"map reference {value!r} is not a plain path")
+    return value
+
+
+def _address(value: str) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError as err:
+        raise RuntimeAPIError(f"server address {value!r} is not an IP address") from err
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One line of ``show stat``: a frontend, backend or server."""
+
+    proxy: str
+    name: str  # FRONTEND, BACKEND or the server name
+    status: str
+    weight: int
+    sessions_total: int
+    requests_total: int  # HTTP requests for HTTP proxies, sessions for TCP ones
+    errors: int  # connection + response errors + 5xx answers
+    hrsp_5xx: int
+    check_status: str
+    address: str
+
+    @property
+    def is_backend(self) -> bool:
+        return self.name == "BACKEND"
+
+    @property
+    def is_server(self) -> bool:
+        return self.name not in ("FRONTEND", "BACKEND")
+
+
+def _int(v: str | None) -> int:
+    try:
+        return int(v) if v else 0
+    except ValueError:
+        return 0
+
+
+def parse_show_stat(text: str) -> list[StatRow]:
+    """Parse the CSV ``show stat`` answer (header line starts with ``# ``)."""
+    body = text.lstrip()
+    if body.startswith("# "):
+        body = body[2:]
+    rows: list[StatRow] = []
+    for rec in csv.DictReader(io.StringIO(body)):
+        if not rec.get("pxname"):
+            continue
+        req_tot = _int(rec.get("req_tot"))
+        stot = _int(rec.get("stot"))
+        h5 = _int(rec.get("hrsp_5xx"))
+        errors = _int(rec.get("econ")) + _int(rec.get("eresp")) + h5
+        rows.append(
+            StatRow(
+                proxy=rec["pxname"],
+                name=rec.get("svname", ""),
+                status=rec.get("status", ""),
+                weight=_int(rec.get("weight")),
+                sessions_total=stot,
+                requests_total=req_tot if rec.get("mode", "http") == "http" and req_tot else stot,
+                errors=errors,
+                hrsp_5xx=h5,
+                check_status=rec.get("check_status", ""),
+                address=rec.get("addr", ""),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """One server from ``show servers state``."""
+
+    backend: str
+    server: str
+    address: str
+    port: int
+    operational: int  # srv_op_state: 0 stopped, 1 starting, 2 running, 3 stopping
+    admin: int  # srv_admin_state bit field: 0x01 forced maintenance, ...
+    weight: int
+
+    @property
+    def in_maintenance(self) -> bool:
+        return bool(self.admin & 0x2F)
+
+    @property
+    def up(self) -> bool:
+        return self.operational == 2 and not self.in_maintenance
+
+
+def parse_servers_state(text: str) -> list[ServerState]:
+    """Parse ``show servers state`` (format version 1)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    header: list[str] = []
+    out: list[ServerState] = []
+    for line in lines:
+        if line.startswith("#"):
+            header = line[1:].split()
+            continue
+        if not header or line.strip() == "1":
+            continue
+        fields = line.split()
+        rec = dict(zip(header, fields, strict=False))
+        if "be_name" not in rec:
+            continue
+        out.append(
+            ServerState(
+                backend=rec["be_name"],
+                server=rec.get("srv_name", ""),
+                address=rec.get("srv_addr", ""),
+                port=_int(rec.get("srv_port")),
+                operational=_int(rec.get("srv_op_state")),
+                admin=_int(rec.get("srv_admin_state")),
+                weight=_int(rec.get("srv_uweight")),
+            )
+        )
+    return out
+
+
+def _check_answer(command: str, answer: str) -> str:
+    low = answer.strip().lower()
+    if any(r in low for r in _REFUSALS) and not low.startswith("ip changed") and "no need to change" not in low:
+        raise RuntimeAPIError(f"HAProxy refused {command!r}: {answer.strip()[:300]}")
+    return answer
+
+
+class RuntimeAPI:
+    """Commands on HAProxy's admin socket; each call opens one short connection."""
+
+    def __init__(self, socket_path: Path, timeout: float = 5.0) -> None:
+        self.socket_path = Path(socket_path)
+        self.timeout = timeout
+
+    async def raw(self, command: str) -> str:
+        if "\n" in command or "\r" in command:
+            raise RuntimeAPIError("a runtime API command is one line")
+        try:
+            return await unix_command(self.socket_path, command, self.timeout)
+        except (OSError, asyncio.TimeoutError) as err:
+            raise RuntimeAPIError(f"HAProxy runtime socket {self.socket_path} unreachable: {err}") from err
+
+    async def command(self, command: str) -> str:
+        """Run one command and raise :class:`RuntimeAPIError` when HAProxy refuses it."""
+        return _check_answer(command, await self.raw(command))
+
+    async def batch(self, commands: list[str]) -> None:
+        """Run several commands in order, many per connection (``;``-separated).
+
+        Arguments are validated to hold no ``;``, so the split is exact; a
+        refusal anywhere in a chunk raises with HAProxy's answer.
+        """
+        for i in range(0, len(commands), 100):
+            chunk = commands[i : i + 100]
+            line = "; ".join(chunk)
+            _check_answer(line, await self.raw(line))
+
+    # ------------------------------------------------------------- servers
+    @staticmethod
+    def set_server_addr_cmd(backend: str, server: str, address: str, port: int) -> str:
+        if not 0 < port < 65536:
+            raise RuntimeAPIError(f"server port {port} is out of range")
+        return (
+            f"set server {_name(backend, 'backend')}/{_name(server, 'server')} "
+            f"addr {_address(address)} port {port}"
+        )
+
+    @staticmethod
+    def set_server_state_cmd(backend: str, server: str, state: str) -> str:
+        if state not in ("ready", "drain", "maint"):
+            raise RuntimeAPIError(f"server state {state!r} is not ready, drain or maint")
+        return f"set server {_name(backend, 'backend')}/{_name(server, 'server')} state {state}"
+
+    @staticmethod
+    def set_server_weight_cmd(backend: str, server: str, weight: int) -> str:
+        if not 0 <= weight <= 256:
+            raise RuntimeAPIError(f"server weight {weight} is not within 0..256")
+        return f"set server {_name(backend, 'backend')}/{_name(server, 'server')} weight {weight}"
+
+    async def set_server_addr(self, backend: str, server: str, address: str, port: int) -> None:
+        await self.command(self.set_server_addr_cmd(backend, server, address, port))
+
+    async def set_server_state(self, backend: str, server: str, state: str) -> None:
+        await self.command(self.set_server_state_cmd(backend, server, state))
+
+    async def set_server_weight(self, backend: str, server: str, weight: int) -> None:
+        await self.command(self.set_server_weight_cmd(backend, server, weight))
+
+    async def enable_server(self, backend: str, server: str) -> None:
+        await self.command(f"enable server {_name(backend, 'backend')}/{_name(server, 'server')}")
+
+    async def disable_server(self, backend: str, server: str) -> None:
+        await self.command(f"disable server {_name(backend, 'backend')}/{_name(server, 'server')}")
+
+    async def enable_health(self, backend: str, server: str) -> None:
+        await self.command(f"enable health {_name(backend, 'backend')}/{_name(server, 'server')}")
+
+    # ---------------------------------------------------------------- maps
+    @staticmethod
+    def add_map_cmd(map_ref: str, key: str, value: str) -> str:
+        return f"add map {_map_path(map_ref)} {_map_arg(key, 'key')} {_map_arg(value, 'value')}"
+
+    @staticmethod
+    def set_map_cmd(map_ref: str, key: str, value: str) -> str:
+        return f"set map {_map_path(map_ref)} {_map_arg(key, 'key')} {_map_arg(value, 'value')}"
+
+    @staticmethod
+    def del_map_cmd(map_ref: str, key: str) -> str:
+        return f"del map {_map_path(map_ref)} {_map_arg(key, 'key')}"
+
+    async def add_map(self, map_ref: str, key: str, value: str) -> None:
+        await self.command(self.add_map_cmd(map_ref, key, value))
+
+    async def set_map(self, map_ref: str, key: str, value: str) -> None:
+        await self.command(self.set_map_cmd(map_ref, key, value))
+
+    async def del_map(self, map_ref: str, key: str) -> None:
+        await self.command(self.del_map_cmd(map_ref, key))
+
+    async def show_map(self, map_ref: str) -> dict[str, str]:
+        """Entries of one map: key -> value."""
+        answer = await self.command(f"show map {_map_path(map_ref)}")
+        entries: dict[str, str] = {}
+        for line in answer.splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) == 3 and parts[0].startswith("0x"):
+                entries[parts[1]] = parts[2]
+        return entries
+
+    async def show_maps(self) -> list[str]:
+        """The map references the running worker knows (file paths)."""
+        answer = await self.command("show map")
+        refs: list[str] = []
+        for line in answer.splitlines():
+            m = re.match(r"^\d+\s+\((.*)\)", line.strip())
+            if m:
+                refs.append(m[1])
+        return refs
+
+    # --------------------------------------------------------------- stats
+    async def show_stat(self) -> list[StatRow]:
+        return parse_show_stat(await self.command("show stat"))
+
+    async def show_servers_state(self) -> list[ServerState]:
+        return parse_servers_state(await self.command("show servers state"))
+
+    async def backend_counts(self) -> dict[str, tuple[int, int]]:
+        """Per backend: (requests, errors), from ``show stat``."""
+        return {
+            r.proxy: (r.requests_total, r.errors) for r in await self.show_stat() if r.is_backend
+        }
