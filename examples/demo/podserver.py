@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""A tiny HTTP server for demo pods: says which pod answered.
+
+Binds $POD_IP:$PORT (set by the shiftnet node agent) and replies to every
+GET with ``pod=<name> ns=<namespace> ip=<ip> path=<path>``. ``/healthz``
+answers 200 once the server is up (the readiness probe); ``/fail`` makes
+later ``/healthz`` calls fail, to watch a pod leave its Service's endpoints.
+Standard library only, so any python3 can run it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+POD = os.environ.get("POD_NAME", "unknown")
+NAMESPACE = os.environ.get("POD_NAMESPACE", "default")
+IP = os.environ.get("POD_IP", "127.0.0.1")
+PORT = int(os.environ.get("PORT", "8080"))
+HEALTHY = {"ok": True}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "podserver/1"
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+        if self.path == "/healthz":
+            self._reply(200 if HEALTHY["ok"] else 503, "ok" if HEALTHY["ok"] else "failing")
+            return
+        if self.path == "/fail":
+            HEALTHY["ok"] = False
+        elif self.path == "/recover":
+            HEALTHY["ok"] = True
+        self._reply(200, f"pod={POD} ns={NAMESPACE} ip={IP} path={self.path}")
+
+    def _reply(self, code: int, text: str) -> None:
+        body = (text + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Pod", POD)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, fmt: str, *args: object) -> None:
+        sys.stdout.write(f"{self.address_string()} {fmt % args}\n")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    server = ThreadingHTTPServer((IP, PORT), Handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"podserver pod={POD} ns={NAMESPACE} listening on {IP}:{PORT}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

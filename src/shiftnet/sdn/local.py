@@ -1,0 +1,49 @@
+"""Local network mode: pod addresses are loopback addresses, nothing to plumb.
+
+Linux routes all of 127.0.0.0/8 to ``lo``, so a process can bind any
+127.x.y.z without root. A pod's "network" is therefore just its address; the
+node's subnet must lie inside 127.0.0.0/8 for that to hold. The SDN mode of
+a later issue implements the same small interface with namespaces and veths.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Protocol
+
+from shiftnet.errors import ConfigError
+
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+LOCAL_HOST_IP = "127.0.0.1"
+
+
+class PodNetwork(Protocol):
+    """What a network mode does for a node and its pods."""
+
+    def check_subnet(self, subnet: str) -> None: ...
+    async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None: ...
+    async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None: ...
+
+
+class LocalNetwork:
+    """Loopback pod addresses: validation only, set-up and tear-down are no-ops."""
+
+    def check_subnet(self, subnet: str) -> None:
+        net = ipaddress.ip_network(subnet, strict=False)
+        if net.version != 4 or not net.subnet_of(LOOPBACK):
+            raise ConfigError(
+                f'HostSubnet "{subnet}" is not inside 127.0.0.0/8: local network mode needs a '
+                "loopback cluster network (e.g. 127.10.0.0/16); use the sdn network mode for others"
+            )
+
+    async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None:
+        return None
+
+    async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None:
+        return None
+
+
+def network_for(mode: str) -> PodNetwork:
+    if mode == "local":
+        return LocalNetwork()
+    raise ConfigError(f'network mode "{mode}" is not supported: use local')

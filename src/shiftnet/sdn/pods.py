@@ -1,0 +1,152 @@
+"""A pod on this node: its address, its container runners, and its status.
+
+In local mode a pod "sandbox" is just an address on loopback plus a state
+directory; the containers are processes that bind that address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from shiftnet.api import Pod
+from shiftnet.api.core import PodStatus
+from shiftnet.sdn.config import NodeConfig
+from shiftnet.sdn.container import ContainerRunner, PodContext, now_rfc3339
+from shiftnet.sdn.pidfiles import ContainerRecord
+from shiftnet.sdn.podstatus import ContainerView, build_pod_status
+
+log = logging.getLogger(__name__)
+
+# Set on a Pod to run its commands in a directory (``up``/``apply -f`` can set it
+# to the manifest's directory so relative paths in commands work from any checkout).
+WORKDIR_ANNOTATION = "shiftnet.io/workdir"
+
+
+def spec_hash(pod: Pod) -> str:
+    """Identity of what runs: a pod whose containers or restart policy change is restarted."""
+    data = {
+        "containers": [c.to_dict() for c in pod.spec.containers],
+        "restartPolicy": pod.spec.restart_policy,
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def pod_dir_name(namespace: str, name: str) -> str:
+    """Directory name of a pod; '_' never appears in namespace or pod names."""
+    return f"{namespace}_{name}"
+
+
+def log_dir(node_dir: Path, namespace: str, name: str) -> Path:
+    return node_dir / "logs" / pod_dir_name(namespace, name)
+
+
+def run_dir(node_dir: Path, namespace: str, name: str) -> Path:
+    return node_dir / "pods" / pod_dir_name(namespace, name)
+
+
+def working_dir(pod: Pod, container_workdir: str | None, fallback: Path) -> str:
+    """Where commands start: the container's workingDir, relative paths resolved
+    against the pod's workdir annotation; else the annotation; else ``fallback``."""
+    base_text = pod.metadata.annotations.get(WORKDIR_ANNOTATION)
+    base = Path(base_text) if base_text and Path(base_text).is_absolute() else fallback
+    if container_workdir:
+        wd = Path(container_workdir)
+        return str(wd if wd.is_absolute() else base / wd)
+    return str(base)
+
+
+class PodRunner:
+    def __init__(
+        self,
+        pod: Pod,
+        pod_ip: str,
+        config: NodeConfig,
+        on_change: Callable[[], None],
+        adopt: dict[str, ContainerRecord] | None = None,
+    ) -> None:
+        self.namespace = pod.metadata.namespace or "default"
+        self.name = pod.metadata.name
+        self.uid = pod.metadata.uid or ""
+        self.pod_ip = pod_ip
+        self.host_ip = config.host_ip
+        self.spec_hash = spec_hash(pod)
+        self.grace = float(pod.spec.termination_grace_period_seconds)
+        self.start_time = (
+            pod.status.start_time
+            if pod.status.pod_ip == pod_ip and pod.status.start_time
+            else now_rfc3339()
+        )
+        self.pod_dir = run_dir(config.node_dir, self.namespace, self.name)
+        self.pod_dir.mkdir(parents=True, exist_ok=True)
+        self._ready = False
+        self._ready_since = self.start_time
+        self._on_change = on_change
+        adopt = adopt or {}
+        self.containers: list[ContainerRunner] = []
+        for c in pod.spec.containers:
+            ctx = PodContext(
+                namespace=self.namespace,
+                name=self.name,
+                uid=self.uid,
+                pod_ip=pod_ip,
+                host_ip=config.host_ip,
+                node_name=config.node_name,
+                restart_policy=pod.spec.restart_policy,
+                cwd=working_dir(pod, c.working_dir, self.pod_dir),
+                pod_dir=self.pod_dir,
+                log_dir=log_dir(config.node_dir, self.namespace, self.name),
+                spec_hash=self.spec_hash,
+                backoff_initial=config.backoff_initial,
+                backoff_max=config.backoff_max,
+                backoff_reset=config.backoff_reset,
+            )
+            self.containers.append(ContainerRunner(ctx, c, self._changed, adopt.get(c.name)))
+
+    def _changed(self) -> None:
+        ready = all(c.ready for c in self.containers) and bool(self.containers)
+        if ready != self._ready:
+            self._ready = ready
+            self._ready_since = now_rfc3339()
+        self._on_change()
+
+    def start(self) -> None:
+        log.info("starting pod pod=%s/%s ip=%s", self.namespace, self.name, self.pod_ip)
+        for c in self.containers:
+            c.start()
+
+    async def stop(self, kill: bool = True) -> None:
+        await asyncio.gather(*(c.stop(self.grace, kill=kill) for c in self.containers))
+        if kill:
+            shutil.rmtree(self.pod_dir, ignore_errors=True)
+            log.info("stopped pod pod=%s/%s", self.namespace, self.name)
+
+    def status(self) -> PodStatus:
+        views = [
+            ContainerView(
+                status=c.status(),
+                started_once=c.started_once,
+                finished=c.finished,
+                exit_code=c.exit_code,
+            )
+            for c in self.containers
+        ]
+        return build_pod_status(
+            views,
+            pod_ip=self.pod_ip,
+            host_ip=self.host_ip,
+            start_time=self.start_time,
+            ready_since=self._ready_since,
+        )
+
+    def pids(self) -> list[int]:
+        return [
+            c.process.pid
+            for c in self.containers
+            if c.process is not None and c.process.exit_code is None
+        ]
