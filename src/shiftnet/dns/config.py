@@ -1,0 +1,94 @@
+"""The DNS server's settings, with the flag and environment names users set."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from shiftnet.dns.names import is_dns1123_subdomain
+from shiftnet.dns.upstream import parse_upstream
+from shiftnet.errors import ConfigError
+
+# OpenShift 3 ran its node/master DNS on 8053; a loopback address keeps local
+# mode unprivileged and off the network.
+DEFAULT_LISTEN = "127.0.0.1:8053"
+DEFAULT_DOMAIN = "cluster.local"
+DEFAULT_TTL = 5
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``ADDR:PORT`` (``[v6]:PORT`` for IPv6) as (address, port); port 0 picks a free one."""
+    value = text.strip()
+    if value.startswith("["):
+        host, sep, port_text = value[1:].partition("]:")
+    else:
+        host, sep, port_text = value.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        raise ConfigError(
+            f"listen address {text!r} must look like ADDR:PORT, e.g. {DEFAULT_LISTEN}"
+        )
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ConfigError(f"listen address {text!r} does not start with an IP address") from None
+    return host, int(port_text)
+
+
+@dataclass(frozen=True)
+class DNSConfig:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 8053
+    domain: str = DEFAULT_DOMAIN
+    ttl: int = DEFAULT_TTL
+    upstreams: tuple[tuple[str, int], ...] = ()
+    headless_empty_nxdomain: bool = False
+    max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
+    upstream_timeout: float = 2.0
+    tcp_idle_timeout: float = 10.0
+    max_tcp_connections: int = 256
+    max_forwards_in_flight: int = 1024
+    sync_interval: float = 0.1  # least time between two zone rebuilds
+
+    def __post_init__(self) -> None:
+        if not is_dns1123_subdomain(self.domain.strip(".").lower()):
+            raise ConfigError(f"cluster domain {self.domain!r} is not a DNS-1123 subdomain")
+        if not 0 <= self.ttl <= 2**31 - 1:
+            raise ConfigError(f"ttl {self.ttl} must be between 0 and 2147483647 seconds")
+        if not 512 <= self.max_udp_size <= 65535:
+            raise ConfigError(f"max UDP size {self.max_udp_size} must be between 512 and 65535")
+
+    @property
+    def zone_domain(self) -> str:
+        return self.domain.strip(".").lower()
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        listen: str | None = None,
+        domain: str | None = None,
+        ttl: int | None = None,
+        upstreams: Sequence[str] = (),
+        headless_empty_nxdomain: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> DNSConfig:
+        """Flags win over ``SHIFTNET_DNS_*`` environment variables, which win over defaults."""
+        env = os.environ if env is None else env
+        host, port = parse_listen(listen or env.get("SHIFTNET_DNS_LISTEN") or DEFAULT_LISTEN)
+        if ttl is None and env.get("SHIFTNET_DNS_TTL"):
+            text = env["SHIFTNET_DNS_TTL"]
+            if not text.isdigit():
+                raise ConfigError(f"SHIFTNET_DNS_TTL {text!r} is not a number of seconds")
+            ttl = int(text)
+        if not upstreams and env.get("SHIFTNET_DNS_UPSTREAM"):
+            upstreams = [u for u in env["SHIFTNET_DNS_UPSTREAM"].replace(",", " ").split() if u]
+        return cls(
+            listen_host=host,
+            listen_port=port,
+            domain=domain or env.get("SHIFTNET_DNS_DOMAIN") or DEFAULT_DOMAIN,
+            ttl=DEFAULT_TTL if ttl is None else ttl,
+            upstreams=tuple(parse_upstream(u) for u in upstreams),
+            headless_empty_nxdomain=headless_empty_nxdomain,
+        )

@@ -1,0 +1,333 @@
+"""The cluster DNS server: informers in, UDP and TCP answers out.
+
+Services and Endpoints arrive through the shared informers; every burst of
+changes rebuilds the :class:`~shiftnet.dns.zone.Zone` once (coalesced) and
+swaps it into the :class:`~shiftnet.dns.responder.Responder`. The UDP socket
+is drained in a loop on each readiness event (one epoll wake-up serves many
+queries), which is what lets one Python core answer tens of thousands of
+queries a second. Nothing a client sends can stop the loop: every packet is
+handled inside its own guard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from typing import Any
+
+import dns.message
+from shiftnet.api import Endpoints, Service
+from shiftnet.dns.config import DNSConfig
+from shiftnet.dns.responder import Forward, Responder
+from shiftnet.dns.upstream import Upstreams
+from shiftnet.dns.zone import Zone, ZoneConfig, build_zone
+from shiftnet.informer import Informers
+from shiftnet.runner import CoalescingRunner
+from shiftnet.store.base import Store
+
+log = logging.getLogger(__name__)
+
+UDP_BATCH = 256  # datagrams handled per readiness event before yielding to the loop
+RCVBUF = 4 * 1024 * 1024
+
+
+class DNSServer:
+    """``DNSServer(store, config)``: ``await start()``, answer queries, ``await stop()``."""
+
+    def __init__(
+        self, store: Store, config: DNSConfig | None = None, *, informers: Informers | None = None
+    ) -> None:
+        self.store = store
+        self.config = config or DNSConfig()
+        self.informers = informers or Informers(store)
+        self._own_informers = informers is None
+        self.zone_config = ZoneConfig(
+            domain=self.config.zone_domain,
+            ttl=self.config.ttl,
+            nameservers=self._nameservers(),
+            headless_empty_nxdomain=self.config.headless_empty_nxdomain,
+        )
+        self.upstreams = (
+            Upstreams(self.config.upstreams, timeout=self.config.upstream_timeout)
+            if self.config.upstreams
+            else None
+        )
+        self.responder = Responder(
+            build_zone([], [], self.zone_config),
+            forwarding=self.upstreams is not None,
+            max_udp_size=self.config.max_udp_size,
+        )
+        self.runner = CoalescingRunner(
+            self._rebuild, min_interval=self.config.sync_interval, name="dns-zone"
+        )
+        self.stats: dict[str, int] = {
+            "udp_queries": 0,
+            "tcp_queries": 0,
+            "fast_answers": 0,
+            "forwarded": 0,
+            "dropped": 0,
+            "internal_errors": 0,
+            "zone_builds": 0,
+        }
+        self._udp: socket.socket | None = None
+        self._tcp: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tcp_clients = 0
+        self._forwards = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _nameservers(self) -> tuple[str, ...]:
+        host = self.config.listen_host
+        return () if host in ("0.0.0.0", "::") else (host,)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def zone(self) -> Zone:
+        return self.responder.zone
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where the server listens (the real port when the config asked for port 0)."""
+        if self._udp is None:
+            raise RuntimeError("DNS server is not started")
+        host, port = self._udp.getsockname()[:2]
+        return host, port
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        services = self.informers.informer(Service)
+        endpoints = self.informers.informer(Endpoints)
+        services.add_handler(self._changed)
+        endpoints.add_handler(self._changed)
+        await self.informers.start()
+        await self._rebuild()
+        await self.runner.start()
+        await self._bind_both()
+        log.info(
+            "dns serving address=%s:%d domain=%s upstreams=%d",
+            *self.address,
+            self.config.zone_domain,
+            len(self.config.upstreams),
+        )
+
+    async def _bind_both(self) -> None:
+        """UDP and TCP on the same port; with port 0, retry until both get the same one."""
+        for attempt in range(10):
+            self._bind_udp()
+            try:
+                await self._start_tcp()
+                return
+            except OSError:
+                self._close_udp()
+                if self.config.listen_port != 0 or attempt == 9:
+                    raise
+
+    def _close_udp(self) -> None:
+        if self._udp is not None and self._loop is not None:
+            self._loop.remove_reader(self._udp.fileno())
+            self._udp.close()
+            self._udp = None
+
+    def _bind_udp(self) -> None:
+        host, port = self.config.listen_host, self.config.listen_port
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        udp = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            udp.setblocking(False)
+            udp.bind((host, port))
+        except OSError:
+            udp.close()
+            raise
+        self._udp = udp
+        assert self._loop is not None
+        self._loop.add_reader(udp.fileno(), self._on_udp_readable)
+
+    async def _start_tcp(self) -> None:
+        host, port = self.address
+        self._tcp = await asyncio.start_server(self._serve_tcp, host, port, reuse_address=True)
+
+    async def stop(self) -> None:
+        await self.runner.stop()
+        self._close_udp()
+        if self._tcp is not None:
+            self._tcp.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._tcp.wait_closed(), 1.0)
+            self._tcp = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._own_informers:
+            await self.informers.stop()
+
+    async def __aenter__(self) -> DNSServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------ zone
+
+    def _changed(self, _event: str, _old: object, _new: object) -> None:
+        self.runner.kick()
+
+    async def _rebuild(self) -> None:
+        """Recompute the zone from the informer caches and swap it in."""
+        services = self.informers.informer(Service)
+        endpoints = self.informers.informer(Endpoints)
+        started = time.perf_counter()
+        serial = max(services.revision, endpoints.revision, 1)
+        zone = build_zone(services.list(), endpoints.list(), self.zone_config, serial=serial)
+        self.responder.set_zone(zone)
+        self.stats["zone_builds"] += 1
+        for p in zone.problems:
+            log.warning(
+                "left out of dns kind=%s namespace=%s name=%s reason=%s",
+                p.kind,
+                p.namespace,
+                p.name,
+                p.reason,
+            )
+        log.debug(
+            "zone rebuilt serial=%d rrsets=%d seconds=%.4f",
+            serial,
+            len(zone),
+            time.perf_counter() - started,
+        )
+
+    async def sync(self) -> None:
+        """Rebuild now (tests and callers that just wrote to the store)."""
+        await self.runner.flush()
+
+    # ------------------------------------------------------------ UDP
+
+    def _on_udp_readable(self) -> None:
+        sock = self._udp
+        if sock is None:
+            return
+        responder = self.responder
+        stats = self.stats
+        for _ in range(UDP_BATCH):
+            try:
+                data, addr = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # e.g. an ICMP error queued for an earlier reply
+                continue
+            stats["udp_queries"] += 1
+            try:
+                reply = responder.fast(data)
+                if reply is not None:
+                    stats["fast_answers"] += 1
+                else:
+                    reply = self._slow_udp(data, addr)
+                if reply is not None:
+                    sock.sendto(reply, addr)
+            except (BlockingIOError, InterruptedError):
+                stats["dropped"] += 1  # send buffer full: the client retries
+            except OSError:
+                stats["dropped"] += 1
+            except Exception as exc:  # a bug must cost one answer, never the server
+                stats["internal_errors"] += 1
+                log.error(
+                    "dns query failed peer=%s error=%r",
+                    addr,
+                    exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
+
+    def _slow_udp(self, data: bytes, addr: Any) -> bytes | None:
+        result = self.responder.respond(data, udp=True)
+        if isinstance(result, Forward):
+            self._forward(result.query, lambda wire: self._send_udp(wire, addr), udp=True)
+            return None
+        if result is None:
+            self.stats["dropped"] += 1
+        return result
+
+    def _send_udp(self, wire: bytes, addr: Any) -> None:
+        if self._udp is not None:
+            with contextlib.suppress(OSError):
+                self._udp.sendto(wire, addr)
+
+    # ------------------------------------------------------------ forwarding
+
+    def _forward(self, query: dns.message.Message, send: Any, *, udp: bool) -> None:
+        if self._forwards >= self.config.max_forwards_in_flight:
+            self.stats["dropped"] += 1
+            return
+        assert self._loop is not None
+        task = self._loop.create_task(self._answer_forwarded(query, send, udp))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer_forwarded(self, query: dns.message.Message, send: Any, udp: bool) -> None:
+        assert self.upstreams is not None
+        self._forwards += 1
+        self.stats["forwarded"] += 1
+        try:
+            q = query.question[0]
+            answer = await self.upstreams.resolve(q.name, q.rdtype, q.rdclass)
+            send(self.responder.render_forwarded(query, answer, udp=udp))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.stats["internal_errors"] += 1
+            log.error("forwarding failed error=%r", exc, exc_info=log.isEnabledFor(logging.DEBUG))
+        finally:
+            self._forwards -= 1
+
+    # ------------------------------------------------------------ TCP
+
+    async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._tcp_clients >= self.config.max_tcp_connections:
+            writer.close()
+            return
+        self._tcp_clients += 1
+        try:
+            while True:
+                try:
+                    head = await asyncio.wait_for(
+                        reader.readexactly(2), self.config.tcp_idle_timeout
+                    )
+                    length = int.from_bytes(head, "big")
+                    if length < 12:
+                        break  # no DNS message is that short: the stream is garbage
+                    data = await asyncio.wait_for(
+                        reader.readexactly(length), self.config.tcp_idle_timeout
+                    )
+                except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
+                    break
+                self.stats["tcp_queries"] += 1
+                reply = await self._answer_tcp(data)
+                if reply is None:
+                    continue
+                writer.write(len(reply).to_bytes(2, "big") + reply)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        except Exception as exc:
+            self.stats["internal_errors"] += 1
+            log.error("dns tcp failed error=%r", exc, exc_info=log.isEnabledFor(logging.DEBUG))
+        finally:
+            self._tcp_clients -= 1
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _answer_tcp(self, data: bytes) -> bytes | None:
+        result = self.responder.respond(data, udp=False)
+        if not isinstance(result, Forward):
+            return result
+        assert self.upstreams is not None
+        self.stats["forwarded"] += 1
+        q = result.query.question[0]
+        answer = await self.upstreams.resolve(q.name, q.rdtype, q.rdclass)
+        return self.responder.render_forwarded(result.query, answer, udp=False)
