@@ -1,0 +1,61 @@
+"""``shiftnet apply -f FILE|DIR|-``: validate every document, then create or update each."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from shiftnet.cli.applying import apply_object, check_version
+from shiftnet.cli.manifests import read_manifests
+from shiftnet.cli.naming import object_ref
+from shiftnet.cli.objects import decode_documents
+from shiftnet.cli.runtime import client_from_args, run_async
+from shiftnet.errors import InvalidInput, ShiftnetError, StoreUnavailable
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "apply",
+        help="create or update objects from YAML/JSON manifests",
+        description="Create or update objects from manifests. Every document is checked "
+        "first; if any is invalid nothing is written.",
+    )
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a manifest file, a directory of *.yaml/*.yml/*.json, or - for stdin (repeatable)",
+    )
+    p.add_argument("-R", "--recursive", action="store_true", help="descend into sub-directories")
+    p.add_argument(
+        "-n", "--namespace", help="namespace for objects that name none (default: default)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    docs = read_manifests(args.filename, recursive=args.recursive)
+    objects = decode_documents(docs, args.namespace)
+
+    async def go() -> int:
+        async with client_from_args(args) as client:
+            for doc, obj in zip(docs, objects, strict=True):
+                try:
+                    await check_version(client, obj)
+                except StoreUnavailable:
+                    raise
+                except ShiftnetError as err:
+                    raise InvalidInput(f"{doc.where}: {err}") from None
+            for doc, obj in zip(docs, objects, strict=True):
+                try:
+                    result = await apply_object(client, obj)
+                except StoreUnavailable:
+                    raise
+                except ShiftnetError as err:
+                    raise InvalidInput(f"{doc.where}: {err}") from None
+                print(f"{object_ref(type(obj), obj.name)} {result.action}", flush=True)
+        return 0
+
+    return int(run_async(go))

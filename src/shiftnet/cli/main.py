@@ -1,0 +1,128 @@
+"""Entry point of the ``shiftnet`` command: global flags, sub-command registry, error policy.
+
+Adding a sub-command is a one-line edit: put its module in :data:`SUBCOMMANDS`.
+The module exposes ``register(subparsers)``, which adds its parser and sets
+``func=<callable(args) -> int>`` as the parser default. See ``docs/cli.md``.
+
+Error policy (the same for every sub-command): a :class:`ShiftnetError` prints
+one sentence on stderr and exits 1; Ctrl-C exits 130; tracebacks only with
+``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from shiftnet.cli.settings import resolve_settings
+from shiftnet.errors import ShiftnetError
+
+# One line per sub-command module; each exposes ``register(subparsers)``.
+SUBCOMMANDS: tuple[str, ...] = (
+    "shiftnet.cli.apply",
+    "shiftnet.cli.get",
+    "shiftnet.cli.describe",
+    "shiftnet.cli.delete",
+)
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shiftnet",
+        description="OpenShift-style cluster networking on your own machine: "
+        "Routes through HAProxy, Services, cluster DNS and an SDN, all watching one store.",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="cluster store: sqlite:///path/state.db or etcd://host:port[,host:port] "
+        "(env SHIFTNET_STORE; default sqlite under the state directory)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where shiftnet keeps its files (env SHIFTNET_HOME; default ~/.shiftnet)",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="debug logging and full tracebacks on errors"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module_name in SUBCOMMANDS:
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def _setup_logging(verbose: int, debug: bool) -> None:
+    level = logging.WARNING
+    if verbose == 1:
+        level = logging.INFO
+    if verbose >= 2 or debug:
+        level = logging.DEBUG
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+
+
+def _sentence(text: str) -> str:
+    """One line, starting with "error: " like kubectl."""
+    text = " ".join(str(text).split())
+    return f"error: {text}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``shiftnet``; returns the exit status (also used by the console script)."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        _setup_logging(args.verbose, args.debug)
+        settings = resolve_settings(args.store, args.state_dir, os.environ)
+        args.store = settings.store_url
+        args.state_dir = settings.state_dir
+        # Children (pods, router, proxies started by `shiftnet up`) see the same cluster.
+        os.environ["SHIFTNET_HOME"] = str(settings.state_dir)
+        os.environ["SHIFTNET_STORE"] = settings.store_url
+        code = args.func(args)
+        return int(code or 0)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("", file=sys.stderr)
+        return 130
+    except ShiftnetError as err:
+        if debug:
+            raise
+        print(_sentence(str(err)), file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        # `shiftnet get pods | head`: the reader went away; that is not an error.
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()
