@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from shiftnet.errors import InvalidInput
+from shiftnet.sdn.workdir import resolve_workdir_annotation
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -116,11 +117,17 @@ def read_manifests(
     for arg in paths:
         if arg == "-":
             text = (stdin or sys.stdin).read()
-            docs.extend(parse_text(text, "<stdin>", as_json=text.lstrip().startswith("{")))
+            stdin_docs = parse_text(text, "<stdin>", as_json=text.lstrip().startswith("{"))
+            for doc in stdin_docs:
+                resolve_workdir_annotation(doc.data, Path.cwd())
+            docs.extend(stdin_docs)
             continue
         files = manifest_files(arg, recursive)
         if not files:
             raise InvalidInput(f'no manifests (*.yaml, *.yml, *.json) found in "{arg}"')
         for f in files:
-            docs.extend(parse_text(_read_text(f), str(f), as_json=f.suffix.lower() == ".json"))
+            file_docs = parse_text(_read_text(f), str(f), as_json=f.suffix.lower() == ".json")
+            for doc in file_docs:  # pods' "shiftnet.io/workdir: ." means this file's directory
+                resolve_workdir_annotation(doc.data, f.parent)
+            docs.extend(file_docs)
     return docs

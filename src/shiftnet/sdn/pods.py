@@ -20,12 +20,10 @@ from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.container import ContainerRunner, PodContext, now_rfc3339
 from shiftnet.sdn.pidfiles import ContainerRecord
 from shiftnet.sdn.podstatus import ContainerView, build_pod_status
+from shiftnet.sdn.workdir import WORKDIR_ANNOTATION
 
 log = logging.getLogger(__name__)
 
-# Set on a Pod to run its commands in a directory (``up``/``apply -f`` can set it
-# to the manifest's directory so relative paths in commands work from any checkout).
-WORKDIR_ANNOTATION = "shiftnet.io/workdir"
 
 
 def spec_hash(pod: Pod) -> str:
