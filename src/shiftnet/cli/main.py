@@ -27,6 +27,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.get",
     "shiftnet.cli.describe",
     "shiftnet.cli.delete",
+    "shiftnet.cli.dns",
 )
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,115 @@
+"""``shiftnet dns``: run the cluster DNS; ``shiftnet dns resolv-conf NS``: a pod's resolv.conf."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from shiftnet.dns.config import DEFAULT_DOMAIN, DEFAULT_LISTEN, DNSConfig
+from shiftnet.dns.resolvconf import render_resolv_conf
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "dns",
+        help="serve cluster DNS (service names) from the store",
+        description="Answer <svc>.<ns>.svc.<domain> and friends from Services and Endpoints "
+        "(Kubernetes DNS schema 1.1.0); forward other names to --upstream resolvers.",
+    )
+    _common(p)
+    p.add_argument(
+        "--ttl",
+        type=int,
+        help="TTL of cluster answers in seconds (env SHIFTNET_DNS_TTL; default 5)",
+    )
+    p.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="ADDR[:PORT]",
+        help="resolver for names outside the cluster domain; repeatable "
+        "(env SHIFTNET_DNS_UPSTREAM, comma-separated). Without one, such queries are REFUSED",
+    )
+    p.add_argument(
+        "--headless-empty",
+        choices=("nodata", "nxdomain"),
+        default="nodata",
+        help="answer for a headless service without ready endpoints: nodata (the Kubernetes "
+        "DNS specification) or nxdomain (CoreDNS)",
+    )
+    p.set_defaults(func=run_server)
+    sub = p.add_subparsers(dest="dns_command", metavar="SUBCOMMAND")
+    rc = sub.add_parser(
+        "resolv-conf",
+        help="print the resolv.conf a pod of NAMESPACE gets",
+        description="Print the search path, nameserver and options a pod of NAMESPACE uses.",
+    )
+    rc.add_argument("namespace", metavar="NAMESPACE")
+    _common(rc)
+    rc.set_defaults(func=run_resolv_conf)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--listen",
+        metavar="ADDR:PORT",
+        default=argparse.SUPPRESS,
+        help=f"UDP and TCP address (env SHIFTNET_DNS_LISTEN; default {DEFAULT_LISTEN})",
+    )
+    p.add_argument(
+        "--domain",
+        default=argparse.SUPPRESS,
+        help=f"cluster domain (env SHIFTNET_DNS_DOMAIN; default {DEFAULT_DOMAIN})",
+    )
+
+
+def _config(args: argparse.Namespace) -> DNSConfig:
+    return DNSConfig.build(
+        listen=getattr(args, "listen", None),
+        domain=getattr(args, "domain", None),
+        ttl=getattr(args, "ttl", None),
+        upstreams=getattr(args, "upstream", []),
+        headless_empty_nxdomain=getattr(args, "headless_empty", "nodata") == "nxdomain",
+    )
+
+
+def run_resolv_conf(args: argparse.Namespace) -> int:
+    from shiftnet.errors import InvalidInput
+
+    cfg = _config(args)
+    try:
+        text = render_resolv_conf(
+            args.namespace, [(cfg.listen_host, cfg.listen_port)], cfg.zone_domain
+        )
+    except ValueError as exc:
+        raise InvalidInput(f"namespace {args.namespace!r} is invalid: {exc}") from None
+    sys.stdout.write(text)
+    return 0
+
+
+def run_server(args: argparse.Namespace) -> int:
+    from shiftnet.cli.runtime import run_async
+
+    cfg = _config(args)
+
+    async def serve() -> int:
+        from shiftnet.dns import DNSServer
+        from shiftnet.store import open_store
+
+        if args.store.startswith("sqlite:"):
+            args.state_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(args.store)
+        server = DNSServer(store, cfg)
+        try:
+            await server.start()
+            host, port = server.address
+            print(f"cluster DNS for {cfg.zone_domain} on {host}:{port} (udp, tcp)", flush=True)
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
+            await store.close()
+        return 0
+
+    return int(run_async(serve))
