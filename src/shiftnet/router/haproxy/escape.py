@@ -1,0 +1,211 @@
+"""THE escaping and validating functions for every HAProxy context the renderer writes.
+
+Why one module: route fields and annotations are user input, and HAProxy has
+several small languages (configuration words, log-format strings, PCRE, map
+files, crt-lists, PEM files). Each context below has exactly one function; the
+renderer passes every value that did not come from a constant through one of
+them. A value that cannot be expressed safely raises :class:`UnsafeValue`
+instead of being written (the model and admission refuse such routes first,
+so this is the last line of defence, not the first).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+
+from shiftnet.errors import InvalidInput
+
+
+class UnsafeValue(InvalidInput):
+    """A value cannot be written into an HAProxy file in the context asked for."""
+
+
+# ---------------------------------------------------------------- identifiers
+
+_NAME_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-")
+_NAME_MAX = 120
+
+
+def _encode_part(part: str) -> str:
+    out: list[str] = []
+    for ch in part:
+        if ch in _NAME_SAFE:
+            out.append(ch)
+        else:
+            out.extend(f"_{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def name(*parts: str) -> str:
+    """An HAProxy identifier (backend, server, ACL, variable-free) built from ``parts``.
+
+    Each part keeps ``[a-z0-9.-]``; every other byte becomes ``_hh`` (so the
+    encoding is injective), and parts are joined with ``:``, which no encoded
+    part contains. Names longer than 120 characters are cut and completed with
+    ``_h`` and a SHA-256 prefix of the full name, keeping them unique.
+    """
+    if not parts:
+        raise UnsafeValue("an HAProxy name needs at least one part")
+    full = ":".join(_encode_part(p) for p in parts)
+    if not full:
+        raise UnsafeValue("an HAProxy name cannot be empty")
+    if len(full) <= _NAME_MAX:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:24]
+    return full[: _NAME_MAX - 26] + "_h" + digest
+
+
+def file_name(*parts: str, suffix: str) -> str:
+    """A file name (one path component) built like :func:`name`, with ``:`` as ``,``."""
+    if not re.fullmatch(r"\.[a-z0-9]{1,8}", suffix):
+        raise UnsafeValue(f"file suffix {suffix!r} is not a plain extension")
+    return name(*parts).replace(":", ",") + suffix
+
+
+# ---------------------------------------------------------------- config words
+
+
+def _check_printable(value: str, what: str) -> None:
+    for ch in value:
+        if not ch.isprintable() or ch in "\u2028\u2029":
+            raise UnsafeValue(f"{what} contains the control character {ch!r}")
+
+
+def quoted(value: str, what: str = "value") -> str:
+    """``value`` as one double-quoted HAProxy configuration word that reads back unchanged.
+
+    Inside double quotes HAProxy interprets backslash escapes and expands
+    ``$VAR``; ``\\``, ``"``, ``$`` and ``#`` are therefore escaped with a
+    backslash. Control characters cannot be written and are refused.
+    """
+    _check_printable(value, what)
+    escaped = (
+        value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("#", "\\#")
+    )
+    return f'"{escaped}"'
+
+
+def log_format(value: str, what: str = "value") -> str:
+    """A literal string inside a log-format argument (``%`` doubled), as a quoted word."""
+    return quoted(value.replace("%", "%%"), what)
+
+
+def path(value: str, what: str = "path") -> str:
+    """An absolute file path for the configuration (quoted; no control characters)."""
+    if not value.startswith("/"):
+        raise UnsafeValue(f"{what} {value!r} is not an absolute path")
+    return quoted(value, what)
+
+
+def bare_path(value: str, what: str = "path") -> str:
+    """An absolute file path where HAProxy takes no quotes (crt-list lines): no spaces."""
+    if not value.startswith("/") or not re.fullmatch(r"[\x21-\x7e]+", value) or "#" in value:
+        raise UnsafeValue(f"{what} {value!r} must be an absolute path of visible ASCII")
+    return value
+
+
+# ---------------------------------------------------------------- regular expressions
+
+_REGEX_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_-")
+
+
+def regex_literal(value: str, what: str = "value") -> str:
+    """A PCRE pattern matching exactly ``value`` (ASCII only; every symbol backslashed).
+
+    The result still has to go through :func:`quoted` when it is a config word.
+    """
+    out: list[str] = []
+    for ch in value:
+        if not (0x21 <= ord(ch) <= 0x7E):
+            raise UnsafeValue(f"{what} {value!r} must be visible ASCII to be matched")
+        out.append(ch if ch in _REGEX_PLAIN else "\\" + ch)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- URL paths and hosts
+
+# RFC 3986 path characters: unreserved, sub-delims, ":", "@", "/" and "%" escapes.
+_URL_PATH_RE = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*")
+_HOST_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_HOST_RE = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*")
+
+
+def url_path(value: str, what: str = "path") -> str:
+    """A request path as routes give it: ``/`` then RFC 3986 path characters, at most 2048."""
+    if len(value) > 2048 or not _URL_PATH_RE.fullmatch(value):
+        raise UnsafeValue(f"{what} {value!r} is not a URL path of RFC 3986 characters")
+    return value
+
+
+def hostname(value: str, what: str = "host") -> str:
+    """A lowercase DNS host name (what map keys, SNI filters and redirects may hold)."""
+    if len(value) > 253 or not _HOST_RE.fullmatch(value) or any(
+        len(label) > 63 for label in value.split(".")
+    ):
+        raise UnsafeValue(f"{what} {value!r} is not a lowercase DNS name")
+    return value
+
+
+# ---------------------------------------------------------------- map files and crt-lists
+
+
+def map_key(value: str, what: str = "map key") -> str:
+    """A key in an HAProxy map file: visible ASCII, no leading ``#`` (keys cannot be quoted)."""
+    if not value or not re.fullmatch(r"[\x21-\x7e]+", value) or value.startswith("#"):
+        raise UnsafeValue(f"{what} {value!r} cannot be written in a map file")
+    return value
+
+
+def map_value(value: str, what: str = "map value") -> str:
+    """A value in a map file: visible ASCII words separated by single spaces."""
+    if not re.fullmatch(r"[\x21-\x7e]+( [\x21-\x7e]+)*", value):
+        raise UnsafeValue(f"{what} {value!r} cannot be written in a map file")
+    return value
+
+
+def map_line(key: str, value: str) -> str:
+    """One ``key value`` line of a map file, both checked."""
+    return f"{map_key(key)} {map_value(value)}\n"
+
+
+def sni_filter(value: str, wildcard: bool = False) -> str:
+    """A crt-list SNI filter: a host name, or ``*.`` + a domain for wildcard routes."""
+    return ("*." if wildcard else "") + hostname(value, "SNI filter")
+
+
+# ---------------------------------------------------------------- PEM files
+
+_PEM_RE = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]{1,40})-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END \1-----"
+)
+PEM_LABELS = frozenset(
+    {"CERTIFICATE", "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "TRUSTED CERTIFICATE"}
+)
+
+
+def pem(*texts: str, what: str = "PEM data") -> bytes:
+    """Canonical PEM: only well-formed blocks of known types, re-wrapped at 64 columns.
+
+    Anything between or around blocks (comments, headers, stray text) is
+    dropped, so nothing but base64 and the BEGIN/END lines reaches HAProxy.
+    """
+    out: list[str] = []
+    for text in texts:
+        for m in _PEM_RE.finditer(text):
+            label, body = m.group(1), re.sub(r"\s+", "", m.group(2))
+            if label not in PEM_LABELS:
+                raise UnsafeValue(f"{what} holds an unsupported PEM block {label!r}")
+            try:
+                der = base64.b64decode(body, validate=True)
+            except (binascii.Error, ValueError):
+                raise UnsafeValue(f"{what} holds a {label} block that is not base64") from None
+            b64 = base64.b64encode(der).decode()
+            lines = [b64[i : i + 64] for i in range(0, len(b64), 64)]
+            body = "\n".join(lines)
+            out.append(f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n")
+    if not out:
+        raise UnsafeValue(f"{what} holds no PEM block")
+    return "".join(out).encode()
