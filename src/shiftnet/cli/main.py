@@ -27,6 +27,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.get",
     "shiftnet.cli.describe",
     "shiftnet.cli.delete",
+    "shiftnet.cli.logs",
+    "shiftnet.cli.node",
     "shiftnet.cli.dns",
 )
 

@@ -1,0 +1,89 @@
+"""``shiftnet node``: run a node agent on this machine until Ctrl-C.
+
+It registers a Node, waits for the master to allocate its HostSubnet and
+runs the Pods scheduled to it. ``shiftnet up`` runs one of these for you;
+start more (``--node-name``) to try a cluster of several nodes on one host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from shiftnet.cli.runtime import run_async
+from shiftnet.sdn.config import NETWORK_MODES, NodeConfig, default_node_name
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "node",
+        help="run a node agent: register a Node and run the Pods scheduled to it",
+        description="Run a node agent until Ctrl-C. In local network mode (the default, no "
+        "root needed) every pod is a process bound to its own 127.x.y.z address.",
+    )
+    p.add_argument("--node-name", default=None, help="Node name (default: this host's name)")
+    p.add_argument(
+        "--network", choices=NETWORK_MODES, default="local", help="network mode (default: local)"
+    )
+    p.add_argument(
+        "--keep-pods",
+        action="store_true",
+        help="leave pod processes running on exit; the next agent adopts them",
+    )
+    p.add_argument(
+        "--heartbeat", type=float, default=10.0, metavar="SECONDS", help="Node status period"
+    )
+    p.add_argument(
+        "-l",
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Node label (repeatable)",
+    )
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> NodeConfig:
+    from shiftnet.errors import InvalidInput
+
+    labels: dict[str, str] = {}
+    for item in args.label:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f'--label "{item}" must look like key=value')
+        labels[key] = value
+    return NodeConfig(
+        node_name=args.node_name or default_node_name(),
+        state_dir=Path(args.state_dir),
+        network=args.network,
+        heartbeat_seconds=args.heartbeat,
+        stop_pods_on_exit=not args.keep_pods,
+        labels=labels,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+
+    async def go() -> int:
+        from shiftnet.sdn.agent import NodeAgent
+        from shiftnet.store import open_store
+
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(args.store)
+        agent = NodeAgent(store, config)
+        try:
+            await agent.start()
+            print(f"node {config.node_name} registered; waiting for its HostSubnet", flush=True)
+            subnet = await agent.wait_for_subnet()
+            print(f"node {config.node_name} has subnet {subnet}; running its pods", flush=True)
+            await asyncio.Event().wait()
+        finally:
+            await agent.stop()
+            await store.close()
+        return 0
+
+    return int(run_async(go))
