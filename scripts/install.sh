@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Install what shiftnet needs on Debian 12: the Debian packages it drives and
+# a virtualenv at .venv/ in the checkout with shiftnet and its test tools.
+#
+# Shared by setup-and-run and setup-and-test. Quick when already done: apt is
+# skipped when every package is installed, pip when .venv was built from the
+# same pyproject.toml (its sha256 is kept in .venv/.shiftnet-install-stamp).
+#
+# Environment: PYTHON (default python3), SHIFTNET_SKIP_APT=1 to never call apt.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+STAMP="$VENV/.shiftnet-install-stamp"
+PYTHON="${PYTHON:-python3}"
+
+# What shiftnet runs or tests against (see README.md, "What gets installed").
+DEBIAN_PACKAGES=(
+  haproxy etcd-server etcd-client nftables iptables iproute2
+  wrk dnsperf dnsutils unbound nginx-light openssl
+  python3 python3-venv ca-certificates procps curl
+)
+# Installed for their binaries only: shiftnet starts its own instances, so the
+# Debian services must not hold ports 80/53/2379 behind its back.
+DAEMONS=(haproxy etcd nginx unbound)
+
+say() { printf 'install: %s\n' "$*" >&2; }
+die() { printf 'install: error: %s\n' "$*" >&2; exit 1; }
+
+missing_packages() {
+  local p status
+  for p in "${DEBIAN_PACKAGES[@]}"; do
+    status="$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
+    [[ "$status" == "installed" ]] || printf '%s\n' "$p"
+  done
+}
+
+install_debian_packages() {
+  if [[ "${SHIFTNET_SKIP_APT:-0}" == "1" ]]; then
+    say "SHIFTNET_SKIP_APT=1: not checking Debian packages"
+    return
+  fi
+  command -v dpkg-query >/dev/null || die "this script needs Debian (dpkg-query not found)"
+  local missing
+  mapfile -t missing < <(missing_packages)
+  if ((${#missing[@]} == 0)); then
+    say "Debian packages: all present"
+    return
+  fi
+  [[ "$(id -u)" == "0" ]] || die "run as root to install: ${missing[*]}"
+  say "installing Debian packages: ${missing[*]}"
+  # Keep the package scripts from starting the daemons (the Debian way: policy-rc.d).
+  local policy=/usr/sbin/policy-rc.d own_policy=0
+  if [[ ! -e "$policy" ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && own_policy=1
+  fi
+  local rc=0
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } || rc=$?
+  ((own_policy)) && rm -f "$policy"
+  ((rc == 0)) || die "apt-get failed (exit $rc)"
+  if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+    local d
+    for d in "${DAEMONS[@]}"; do
+      systemctl disable --now "$d" >/dev/null 2>&1 || true
+    done
+  fi
+}
+
+python_ok() {
+  "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null
+}
+
+install_venv() {
+  python_ok "$PYTHON" || die "$PYTHON is missing or older than 3.11"
+  if [[ -x "$VENV/bin/python" ]] && ! python_ok "$VENV/bin/python"; then
+    say "$VENV is broken: recreating it"
+    rm -rf "$VENV"
+  fi
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    say "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+  fi
+  local want have=""
+  want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+  [[ -f "$STAMP" ]] && have="$(cat "$STAMP")"
+  if [[ "$want" == "$have" && -x "$VENV/bin/shiftnet" && -x "$VENV/bin/pytest" ]]; then
+    say "Python packages: up to date (.venv matches pyproject.toml)"
+    return
+  fi
+  say "installing shiftnet and its test tools into $VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+  printf '%s\n' "$want" >"$STAMP"
+}
+
+install_debian_packages
+install_venv
