@@ -22,7 +22,9 @@ class InvalidObject(ShiftnetError):
         self.field = field
         self.message = message
         where = f'{kind} "{name}"' if name else kind
-        super().__init__(f"{where} is invalid: {field}: {message}" if field else f"{where} is invalid: {message}")
+        super().__init__(
+            f"{where} is invalid: {field}: {message}" if field else f"{where} is invalid: {message}"
+        )
 
 
 class InvalidInput(ShiftnetError):

@@ -18,7 +18,13 @@ from shiftnet.api.core import (
     ServicePort,
 )
 from shiftnet.api.network import ClusterNetwork, ClusterNetworkEntry, HostSubnet
-from shiftnet.api.registry import KINDS, kind_for_kind, kind_for_name, kind_for_resource, parse_object
+from shiftnet.api.registry import (
+    KINDS,
+    kind_for_kind,
+    kind_for_name,
+    kind_for_resource,
+    parse_object,
+)
 from shiftnet.api.route import (
     Route,
     RouteIngress,

@@ -147,7 +147,7 @@ class ServicePort(Wire):
     @property
     def effective_target_port(self) -> int | str:
         """Kubernetes defaults targetPort to port."""
-        return self.port if self.target_port in (None, "", 0) else self.target_port  # type: ignore[return-value]
+        return self.port if self.target_port in (None, "", 0) else self.target_port
 
 
 class ServiceSpec(Wire):

@@ -79,7 +79,9 @@ def parse_object(raw: Any, *, source: str = "") -> Resource:
     """
     where = f"{source}: " if source else ""
     if not isinstance(raw, dict):
-        raise InvalidInput(f"{where}expected an object with apiVersion and kind, got {type(raw).__name__}")
+        raise InvalidInput(
+            f"{where}expected an object with apiVersion and kind, got {type(raw).__name__}"
+        )
     kind = raw.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InvalidInput(f"{where}object has no kind")

@@ -1,0 +1,300 @@
+"""Pure PEM checks for Route TLS material: parse, match key to certificate, verify chains.
+
+The API layer only asks "does this field parse?"; the router's admission asks
+the deeper questions (key matches, chains to the given CA, no SHA1/MD5 on a
+CA-signed certificate) and turns a failure into ``ExtendedValidationFailed``.
+Expiry is deliberately never an error: a router serves an expired certificate
+and lets the client decide, as OpenShift does. No clocks, no I/O.
+
+Every failure is a :class:`CertificateError` whose text names the field.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.x509.oid import SignatureAlgorithmOID
+
+from shiftnet.errors import ShiftnetError
+
+MAX_CHAIN_DEPTH = 10
+
+_BLOCK_RE = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----",
+    re.DOTALL,
+)
+_CERT_TYPES = {"CERTIFICATE"}
+_KEY_TYPES = {"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ECDSA PRIVATE KEY"}
+_IGNORED_TYPES = {"EC PARAMETERS"}
+
+# Signature algorithms a CA-signed certificate may not use (HAProxy/OpenSSL refuse them).
+_WEAK_SIGNATURES: dict[x509.ObjectIdentifier, str] = {
+    SignatureAlgorithmOID.RSA_WITH_SHA1: "SHA1",
+    SignatureAlgorithmOID.ECDSA_WITH_SHA1: "SHA1",
+    SignatureAlgorithmOID.DSA_WITH_SHA1: "SHA1",
+    SignatureAlgorithmOID.RSA_WITH_MD5: "MD5",
+    x509.ObjectIdentifier("1.2.840.113549.1.1.2"): "MD2",  # md2WithRSAEncryption
+}
+
+
+class CertificateError(ShiftnetError):
+    """TLS material in one field is unusable; ``str()`` is one sentence naming the field."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+@dataclass(frozen=True)
+class PemBlock:
+    type: str
+    der: bytes
+
+
+def pem_blocks(data: str, field: str) -> list[PemBlock]:
+    """Split PEM text into blocks; text between blocks is ignored (as Go's pem.Decode does)."""
+    blocks: list[PemBlock] = []
+    for m in _BLOCK_RE.finditer(data):
+        body = "".join(
+            line.strip()
+            for line in m.group(2).splitlines()
+            if ":" not in line  # skip headers
+        )
+        try:
+            der = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise CertificateError(field, f"PEM block {m.group(1)} is not valid base64") from None
+        blocks.append(PemBlock(m.group(1), der))
+    return blocks
+
+
+def _load_certificate(block: PemBlock, field: str, index: int) -> x509.Certificate:
+    try:
+        return x509.load_der_x509_certificate(block.der)
+    except ValueError as exc:
+        raise CertificateError(field, f"certificate {index + 1} cannot be parsed: {exc}") from None
+
+
+def _load_key(block: PemBlock, field: str) -> PrivateKeyTypes:
+    pem = (
+        f"-----BEGIN {block.type}-----\n"
+        + base64.encodebytes(block.der).decode()
+        + f"-----END {block.type}-----\n"
+    )
+    if block.type == "ECDSA PRIVATE KEY":  # an old alias; the body is SEC1
+        pem = pem.replace("ECDSA PRIVATE KEY", "EC PRIVATE KEY")
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), password=None)
+    except TypeError:
+        raise CertificateError(field, "the private key is encrypted; give it unencrypted") from None
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise CertificateError(field, f"private key cannot be parsed: {exc}") from None
+    if not isinstance(
+        key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+    ):
+        raise CertificateError(field, f"private key type {type(key).__name__} is not supported")
+    return key
+
+
+def _checked_blocks(data: str, field: str) -> list[PemBlock]:
+    blocks = pem_blocks(data, field)
+    for b in blocks:
+        if b.type not in _CERT_TYPES | _KEY_TYPES | _IGNORED_TYPES:
+            raise CertificateError(field, f"unrecognized PEM block {b.type}")
+    return blocks
+
+
+def split_certificates_and_key(
+    data: str, field: str
+) -> tuple[list[x509.Certificate], PrivateKeyTypes | None]:
+    """Parse PEM text that may hold certificates and (at most) one private key."""
+    certs: list[x509.Certificate] = []
+    key: PrivateKeyTypes | None = None
+    for block in _checked_blocks(data, field):
+        if block.type in _CERT_TYPES:
+            certs.append(_load_certificate(block, field, len(certs)))
+        elif block.type in _KEY_TYPES:
+            if key is not None:
+                raise CertificateError(field, "more than one private key given")
+            key = _load_key(block, field)
+    return certs, key
+
+
+def parse_certificates(data: str, field: str) -> list[x509.Certificate]:
+    """All certificates in ``data`` (at least one), in order. Key blocks are allowed and skipped."""
+    certs, _ = split_certificates_and_key(data, field)
+    if not certs:
+        raise CertificateError(
+            field, "no PEM certificate found (expected -----BEGIN CERTIFICATE-----)"
+        )
+    return certs
+
+
+def parse_private_key(data: str, field: str) -> PrivateKeyTypes:
+    """The single private key in ``data`` (RSA, EC or Ed25519; PKCS#1, SEC1 or PKCS#8)."""
+    _certs, key = split_certificates_and_key(data, field)
+    if key is None:
+        raise CertificateError(
+            field, "no PEM private key found (expected -----BEGIN PRIVATE KEY-----)"
+        )
+    return key
+
+
+def _public_der(key: object) -> bytes:
+    if isinstance(
+        key,
+        rsa.RSAPublicKey
+        | ec.EllipticCurvePublicKey
+        | ed25519.Ed25519PublicKey
+        | ed448.Ed448PublicKey
+        | dsa.DSAPublicKey,
+    ):
+        return key.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    return b""
+
+
+def key_matches_certificate(key: PrivateKeyTypes, cert: x509.Certificate) -> bool:
+    """True when ``key`` is the private half of ``cert``'s public key."""
+    try:
+        cert_pub = _public_der(cert.public_key())
+    except (ValueError, UnsupportedAlgorithm):
+        return False
+    return bool(cert_pub) and cert_pub == _public_der(key.public_key())
+
+
+def _key_identifier(cert: x509.Certificate, ext: type[x509.ExtensionType]) -> bytes | None:
+    try:
+        value = cert.extensions.get_extension_for_class(ext).value
+    except x509.ExtensionNotFound:
+        return None
+    if isinstance(value, x509.SubjectKeyIdentifier):
+        return value.digest
+    if isinstance(value, x509.AuthorityKeyIdentifier):
+        return value.key_identifier
+    return None
+
+
+def is_self_signed(cert: x509.Certificate) -> bool:
+    """Issuer equals subject and the authority key id (if any) is its own key id.
+
+    This is the test OpenSSL uses to mark a certificate self-signed; such
+    certificates (typically roots) are allowed to use SHA1.
+    """
+    if cert.issuer.public_bytes() != cert.subject.public_bytes():
+        return False
+    aki = _key_identifier(cert, x509.AuthorityKeyIdentifier)
+    return aki is None or aki == _key_identifier(cert, x509.SubjectKeyIdentifier)
+
+
+def weak_signature(cert: x509.Certificate) -> str | None:
+    """ "SHA1", "MD5" or "MD2" when the certificate is signed with one of those, else None."""
+    return _WEAK_SIGNATURES.get(cert.signature_algorithm_oid)
+
+
+def _describe(cert: x509.Certificate) -> str:
+    return cert.subject.rfc4514_string() or "(empty subject)"
+
+
+def check_signature_algorithms(certs: list[x509.Certificate], field: str) -> None:
+    """Refuse CA-signed certificates signed with SHA1/MD5/MD2; self-signed ones may."""
+    for cert in certs:
+        weak = weak_signature(cert)
+        if weak and not is_self_signed(cert):
+            raise CertificateError(
+                field,
+                f"router does not support CA-signed certificates using {weak} "
+                f'("{_describe(cert)}" is signed with {weak})',
+            )
+
+
+def _is_ca(cert: x509.Certificate) -> bool:
+    try:
+        bc = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        return True  # v1 certificates carry no extensions; trust by presence in the pool
+    return bc.ca
+
+
+def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
+        return False
+    return True
+
+
+def verify_chain(
+    leaf: x509.Certificate,
+    roots: list[x509.Certificate],
+    intermediates: list[x509.Certificate] | None = None,
+    *,
+    field: str = "spec.tls.certificate",
+    roots_field: str = "spec.tls.caCertificate",
+) -> None:
+    """Check that ``leaf`` chains up to one of ``roots``, ignoring validity dates.
+
+    ``intermediates`` may fill gaps (e.g. the rest of a certificate bundle).
+    """
+    pool = [c for c in (intermediates or []) if c != leaf]
+    root_set = {c.public_bytes(serialization.Encoding.DER) for c in roots}
+    current = leaf
+    seen: set[bytes] = set()
+    for _ in range(MAX_CHAIN_DEPTH):
+        der = current.public_bytes(serialization.Encoding.DER)
+        if der in root_set:
+            return
+        seen.add(der)
+        if any(_is_ca(r) and _issued_by(current, r) for r in roots):
+            return
+        step = next(
+            (
+                c
+                for c in pool
+                if c.public_bytes(serialization.Encoding.DER) not in seen
+                and _is_ca(c)
+                and _issued_by(current, c)
+            ),
+            None,
+        )
+        if step is None:
+            break
+        current = step
+    raise CertificateError(
+        field,
+        f'certificate "{_describe(leaf)}" is not signed by the authority in {roots_field} '
+        f'(its chain ends at issuer "{current.issuer.rfc4514_string()}")',
+    )
+
+
+def check_key_pair(cert: x509.Certificate, key: PrivateKeyTypes, *, key_field: str) -> None:
+    if not key_matches_certificate(key, cert):
+        raise CertificateError(
+            key_field,
+            f'private key does not match the public key of certificate "{_describe(cert)}"',
+        )
+
+
+def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
+    """For API validation: None if ``data`` parses as ``expect`` ("certificate" or "key").
+
+    Otherwise the reason (without the field path, which the caller adds).
+    """
+    try:
+        if expect == "key":
+            parse_private_key(data, field)
+        else:
+            parse_certificates(data, field)
+    except CertificateError as exc:
+        return exc.reason
+    return None
