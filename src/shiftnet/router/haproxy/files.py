@@ -33,7 +33,7 @@ class WriteResult:
 
 def _check_name(name: str) -> None:
     """A rendered file name is one plain path component (sub-directories allowed, no escape)."""
-    parts = Path(name).parts
+    parts = name.split("/")
     if not parts or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise ConfigError(f"rendered file name {name!r} is not a plain relative path")
     if any(p.startswith(_TMP_PREFIX) for p in parts):

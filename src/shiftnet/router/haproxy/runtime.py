@@ -86,7 +86,7 @@ class StatRow:
     weight: int
     sessions_total: int
     requests_total: int  # HTTP requests for HTTP proxies, sessions for TCP ones
-    errors: int  # connection + response errors + 5xx answers
+    errors: int  # HTTP: 5xx answers; TCP: connection + response errors
     hrsp_5xx: int
     check_status: str
     address: str
@@ -119,7 +119,10 @@ def parse_show_stat(text: str) -> list[StatRow]:
         req_tot = _int(rec.get("req_tot"))
         stot = _int(rec.get("stot"))
         h5 = _int(rec.get("hrsp_5xx"))
-        errors = _int(rec.get("econ")) + _int(rec.get("eresp")) + h5
+        http = rec.get("mode", "http") == "http"
+        # HTTP: answers in 5xx (a 503 for "no server" also counts as econ, so do
+        # not add both); TCP: failed connections and broken responses.
+        errors = h5 if http else _int(rec.get("econ")) + _int(rec.get("eresp"))
         rows.append(
             StatRow(
                 proxy=rec["pxname"],
@@ -127,7 +130,7 @@ def parse_show_stat(text: str) -> list[StatRow]:
                 status=rec.get("status", ""),
                 weight=_int(rec.get("weight")),
                 sessions_total=stot,
-                requests_total=req_tot if rec.get("mode", "http") == "http" and req_tot else stot,
+                requests_total=req_tot if http and req_tot else stot,
                 errors=errors,
                 hrsp_5xx=h5,
                 check_status=rec.get("check_status", ""),
@@ -209,6 +212,14 @@ class RuntimeAPI:
         except (OSError, asyncio.TimeoutError) as err:
             raise RuntimeAPIError(f"HAProxy runtime socket {self.socket_path} unreachable: {err}") from err
 
+    async def query(self, command: str) -> str:
+        """Run a ``show`` command: data lines are not refusals, only a first-line error is."""
+        answer = await self.raw(command)
+        first = answer.lstrip().split("\n", 1)[0]
+        if first and not first.startswith(("#", "0x")) and not first[0].isdigit():
+            _check_answer(command, first)
+        return answer
+
     async def command(self, command: str) -> str:
         """Run one command and raise :class:`RuntimeAPIError` when HAProxy refuses it."""
         return _check_answer(command, await self.raw(command))
@@ -288,7 +299,7 @@ class RuntimeAPI:
 
     async def show_map(self, map_ref: str) -> dict[str, str]:
         """Entries of one map: key -> value."""
-        answer = await self.command(f"show map {_map_path(map_ref)}")
+        answer = await self.query(f"show map {_map_path(map_ref)}")
         entries: dict[str, str] = {}
         for line in answer.splitlines():
             parts = line.split(" ", 2)
@@ -298,7 +309,7 @@ class RuntimeAPI:
 
     async def show_maps(self) -> list[str]:
         """The map references the running worker knows (file paths)."""
-        answer = await self.command("show map")
+        answer = await self.query("show map")
         refs: list[str] = []
         for line in answer.splitlines():
             m = re.match(r"^\d+\s+\((.*)\)", line.strip())
@@ -308,10 +319,10 @@ class RuntimeAPI:
 
     # --------------------------------------------------------------- stats
     async def show_stat(self) -> list[StatRow]:
-        return parse_show_stat(await self.command("show stat"))
+        return parse_show_stat(await self.query("show stat"))
 
     async def show_servers_state(self) -> list[ServerState]:
-        return parse_servers_state(await self.command("show servers state"))
+        return parse_servers_state(await self.query("show servers state"))
 
     async def backend_counts(self) -> dict[str, tuple[int, int]]:
         """Per backend: (requests, errors), from ``show stat``."""
