@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -16,7 +17,9 @@ from tests.support.ports import free_port
 
 class EtcdServer:
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="sn-etcd-")
+        # tmpfs keeps fsync cheap, so a loaded CI machine does not time out etcd writes
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.dir = tempfile.mkdtemp(prefix="sn-etcd-", dir=shm)
         self.client_port = free_port()
         self.peer_port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
