@@ -1,0 +1,270 @@
+"""Apply a rendered HAProxy file set: through the runtime API when it can, by a reload when not.
+
+Why two paths: a reload forks new workers and parses everything again, so it
+is rate-limited (``RELOAD_INTERVAL``) and coalesced (many changes, one reload);
+but most changes in a live cluster are pods coming and going, which only move
+addresses, weights and states of ``server`` lines. When the new configuration
+equals the running one with those four normalised away, the driver sends
+``set server`` commands at once, writes the new files to disk so a later reload
+changes nothing, and does not reload. Anything else (new backends, maps,
+certificates, more members than spare slots) goes through a checked reload;
+an endpoint-only change that still needs one is counted as a fallback.
+
+Every reload candidate is first written to a staging directory and checked
+with ``haproxy -c`` there; only a configuration that passes replaces the live
+files. When the check or the reload fails, the last good files are put back
+on disk (so a HAProxy restart serves them too), the error is logged, counted
+and kept in :attr:`HAProxyDriver.last_error`, and the next change tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from shiftnet.router import metrics
+from shiftnet.router.haproxy.files import read_file_set, write_file_set
+from shiftnet.router.haproxy.process import (
+    CONFIG_NAME,
+    ConfigCheckFailed,
+    HAProxyError,
+    HAProxyProcess,
+    ReloadFailed,
+)
+from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
+from shiftnet.runner import CoalescingRunner
+
+log = logging.getLogger(__name__)
+
+ADMIN_SOCKET = "admin.sock"
+
+
+@dataclass(frozen=True)
+class ServerLine:
+    """The runtime-changeable part of one ``server`` line."""
+
+    address: str
+    port: int
+    weight: int
+    disabled: bool
+
+
+_SECTION_RE = re.compile(r"^(backend|listen)\s+(\S+)")
+_OTHER_SECTION_RE = re.compile(r"^(global|defaults|frontend|peers|resolvers|userlist|program)\b")
+_SERVER_RE = re.compile(r"^(\s+server\s+)(\S+)\s+(\S+)(.*)$")
+_ADDR_RE = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$")
+_WEIGHT_RE = re.compile(r"\s+weight\s+(\d+)")
+_DISABLED_RE = re.compile(r"\s+disabled(?=\s|$)")
+
+
+@dataclass(frozen=True)
+class ParsedConfig:
+    """A configuration split into its reload-only skeleton and its server slots."""
+
+    skeleton: str  # the text with every server line's address/weight/disabled blanked
+    without_servers: str  # the text with server lines removed entirely
+    servers: dict[tuple[str, str], ServerLine]
+
+
+def parse_servers(text: str) -> ParsedConfig:
+    """Split ``haproxy.cfg`` into the part a reload must apply and the server slots."""
+    skeleton: list[str] = []
+    bare: list[str] = []
+    servers: dict[tuple[str, str], ServerLine] = {}
+    backend: str | None = None
+    for line in text.splitlines():
+        m = _SECTION_RE.match(line)
+        if m:
+            backend = m[2]
+        elif _OTHER_SECTION_RE.match(line):
+            backend = None
+        s = _SERVER_RE.match(line) if backend else None
+        a = _ADDR_RE.match(s[3]) if s else None
+        if s is None or a is None or backend is None:
+            skeleton.append(line)
+            bare.append(line)
+            continue
+        rest = s[4]
+        w = _WEIGHT_RE.search(rest)
+        servers[(backend, s[2])] = ServerLine(
+            address=a[1],
+            port=int(a[2]),
+            weight=int(w[1]) if w else 1,
+            disabled=bool(_DISABLED_RE.search(rest)),
+        )
+        rest = _DISABLED_RE.sub("", _WEIGHT_RE.sub("", rest))
+        skeleton.append(f"{s[1]}{s[2]} -{rest}")
+    return ParsedConfig("\n".join(skeleton), "\n".join(bare), servers)
+
+
+def server_commands(old: ParsedConfig, new: ParsedConfig) -> list[str]:
+    """The runtime commands that turn ``old``'s server slots into ``new``'s."""
+    cmds: list[str] = []
+    for key in sorted(new.servers):
+        before, after = old.servers[key], new.servers[key]
+        if before == after:
+            continue
+        be, srv = key
+        if after.disabled and not before.disabled:
+            cmds.append(RuntimeAPI.set_server_state_cmd(be, srv, "maint"))
+        if (after.address, after.port) != (before.address, before.port):
+            cmds.append(RuntimeAPI.set_server_addr_cmd(be, srv, after.address, after.port))
+        if after.weight != before.weight:
+            cmds.append(RuntimeAPI.set_server_weight_cmd(be, srv, after.weight))
+        if before.disabled and not after.disabled:
+            cmds.append(RuntimeAPI.set_server_state_cmd(be, srv, "ready"))
+    return cmds
+
+
+class HAProxyDriver:
+    """Owns one HAProxy and the directory it serves from (``<work_dir>/conf``)."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        reload_interval: float = 5.0,
+        binary: str | None = None,
+    ) -> None:
+        self.work_dir = Path(work_dir)
+        self.process = (
+            HAProxyProcess(self.work_dir, binary=binary) if binary else HAProxyProcess(self.work_dir)
+        )
+        self.staging_dir = self.work_dir / "staging"
+        self.runtime = RuntimeAPI(self.process.run_dir / ADMIN_SOCKET)
+        self.reloads = 0
+        self.runtime_applies = 0
+        self.fallbacks = 0
+        self.last_error: Exception | None = None
+        self._desired: dict[str, bytes] | None = None
+        self._running: dict[str, bytes] | None = None  # what HAProxy is serving
+        self._apply_lock = asyncio.Lock()
+        self._runner = CoalescingRunner(
+            self._sync, min_interval=reload_interval, name="haproxy-reload"
+        )
+        self._supervisor: asyncio.Task[None] | None = None
+
+    # -------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Adopt a HAProxy left by an earlier router, then keep HAProxy alive."""
+        self.process.conf_dir.mkdir(parents=True, exist_ok=True)
+        self.process.run_dir.mkdir(parents=True, exist_ok=True)
+        if await self.process.adopt():
+            self._running = read_file_set(self.process.conf_dir)
+        await self._runner.start()
+        self._supervisor = asyncio.get_running_loop().create_task(
+            self.process.supervise(), name="haproxy-supervisor"
+        )
+
+    async def stop(self, stop_haproxy: bool = True) -> None:
+        """Stop watching; stop HAProxy too unless the caller wants it left serving."""
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            await asyncio.gather(self._supervisor, return_exceptions=True)
+            self._supervisor = None
+        await self._runner.stop()
+        if stop_haproxy:
+            await self.process.stop()
+
+    # ------------------------------------------------------------------ apply
+    async def apply(self, files: dict[str, bytes]) -> None:
+        """Make HAProxy serve ``files``: at once by runtime API, or by a coalesced reload."""
+        async with self._apply_lock:
+            self._desired = dict(files)
+            if self._running is not None and await self._try_runtime(files):
+                return
+        self._runner.kick()
+
+    async def flush(self) -> None:
+        """Apply the pending change now (tests, start-up)."""
+        await self._runner.flush()
+
+    async def _try_runtime(self, files: dict[str, bytes]) -> bool:
+        running = self._running
+        assert running is not None
+        if files == running:
+            return True
+        if set(files) != set(running) or any(
+            files[n] != running[n] for n in files if n != CONFIG_NAME
+        ):
+            return False
+        old = parse_servers(running[CONFIG_NAME].decode())
+        new = parse_servers(files[CONFIG_NAME].decode())
+        if old.skeleton != new.skeleton or set(old.servers) != set(new.servers):
+            if old.without_servers == new.without_servers:
+                self._fallback("server-slots")
+            return False
+        cmds = server_commands(old, new)
+        if not self.process.alive():
+            return False
+        try:
+            await self.runtime.batch(cmds)
+        except RuntimeAPIError as err:
+            log.warning("runtime update refused, reloading instead error=%s", err)
+            self._fallback("refused")
+            return False
+        write_file_set(self.process.conf_dir, files)
+        self._running = dict(files)
+        self.runtime_applies += 1
+        metrics.RUNTIME_UPDATES.inc()
+        log.info("haproxy servers updated without reload commands=%d", len(cmds))
+        return True
+
+    def _fallback(self, reason: str) -> None:
+        self.fallbacks += 1
+        metrics.RUNTIME_FALLBACKS.labels(reason=reason).inc()
+        log.info("endpoint change needs a reload reason=%s", reason)
+
+    async def _sync(self) -> None:
+        """The reload path: stage, check, write live, start or reload."""
+        async with self._apply_lock:
+            desired = self._desired
+            if desired is None:
+                return
+            if desired == self._running and self.process.alive():
+                return
+            t0 = time.monotonic()
+            try:
+                write_file_set(self.staging_dir, desired)
+                await self.process.check(self.staging_dir / CONFIG_NAME)
+            except ConfigCheckFailed as err:
+                self._failed("check", err)
+                raise
+            changed = write_file_set(self.process.conf_dir, desired).changed
+            metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t0)
+            t1 = time.monotonic()
+            try:
+                started = await self.process.ensure_running()
+                if not started and (changed or self._running != desired):
+                    await self.process.reload()
+                    self.reloads += 1
+                    metrics.RELOADS.inc()
+            except (ReloadFailed, HAProxyError) as err:
+                if self._running is not None:
+                    write_file_set(self.process.conf_dir, self._running)
+                self._failed("reload", err)
+                raise
+            metrics.RELOAD_SECONDS.observe(time.monotonic() - t1)
+            metrics.RELOAD_FAILURE.set(0)
+            self.last_error = None
+            self._running = dict(desired)
+            log.info(
+                "haproxy configuration applied started=%s reloads=%d seconds=%.3f",
+                started,
+                self.reloads,
+                time.monotonic() - t0,
+            )
+
+    def _failed(self, reason: str, err: Exception) -> None:
+        self.last_error = err
+        metrics.RELOAD_FAILURE.set(1)
+        metrics.RELOAD_FAILURES.labels(reason=reason).inc()
+        log.error("haproxy configuration not applied; the last good one keeps serving "
+                  "reason=%s error=%s", reason, err)
+
+    def clear_staging(self) -> None:
+        shutil.rmtree(self.staging_dir, ignore_errors=True)
