@@ -22,7 +22,7 @@ class TLSConfig(Wire):
     certificate: str | None = None
     key: str | None = None
     ca_certificate: str | None = None
-    destination_ca_certificate: str | None = None
+    destination_ca_certificate: str | None = Field(default=None, alias="destinationCACertificate")
     insecure_edge_termination_policy: str | None = None
 
 
