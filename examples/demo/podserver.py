@@ -4,15 +4,19 @@
 Binds $POD_IP:$PORT (set by the shiftnet node agent) and replies to every
 GET with ``pod=<name> ns=<namespace> ip=<ip> path=<path>``. ``/healthz``
 answers 200 once the server is up (the readiness probe); ``/fail`` makes
-later ``/healthz`` calls fail, to watch a pod leave its Service's endpoints.
-Standard library only, so any python3 can run it.
+later ``/healthz`` calls fail, to watch a pod leave its Service's endpoints,
+and ``/recover`` undoes it. With ``TLS_PORT``, ``TLS_CERT`` and ``TLS_KEY``
+set it also serves HTTPS on that port (for passthrough and re-encrypt
+Routes). Standard library only, so any python3 can run it.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import ssl
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 POD = os.environ.get("POD_NAME", "unknown")
@@ -49,9 +53,21 @@ class Handler(BaseHTTPRequestHandler):
         sys.stdout.flush()
 
 
+def serve_tls(port: int, cert: str, key: str) -> None:
+    tls_server = ThreadingHTTPServer((IP, port), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    tls_server.socket = ctx.wrap_socket(tls_server.socket, server_side=True)
+    print(f"podserver pod={POD} ns={NAMESPACE} listening on {IP}:{port} (TLS)", flush=True)
+    threading.Thread(target=tls_server.serve_forever, daemon=True).start()
+
+
 def main() -> None:
     server = ThreadingHTTPServer((IP, PORT), Handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    tls_port = os.environ.get("TLS_PORT")
+    if tls_port:
+        serve_tls(int(tls_port), os.environ["TLS_CERT"], os.environ["TLS_KEY"])
     print(f"podserver pod={POD} ns={NAMESPACE} listening on {IP}:{PORT}", flush=True)
     try:
         server.serve_forever()

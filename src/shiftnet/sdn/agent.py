@@ -156,7 +156,11 @@ class NodeAgent:
 
         def refresh(n: Node) -> Node:
             n.metadata.labels.update(labels)
-            n.status = self._node_status()
+            fresh = self._node_status()
+            n.status.addresses = fresh.addresses
+            # keep what others wrote (the master's NetworkUnavailable condition)
+            others = [c for c in n.status.conditions if c.type != "Ready"]
+            n.status.conditions = others + fresh.conditions
             return n
 
         await self.client.mutate(Node, None, self.name, refresh)

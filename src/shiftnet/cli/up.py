@@ -1,0 +1,176 @@
+"""``shiftnet up [-f FILE|DIR ...]``: the main job, a whole cluster on this machine.
+
+Starts the store (embedded SQLite in the state directory unless ``--store``
+says otherwise), the master controllers and a node agent
+(:class:`shiftnet.cluster.LocalCluster`), applies the manifests, waits for
+their pods to become ready, prints what runs and what to try next, and runs
+until Ctrl-C or SIGTERM. Shutdown stops every component and every pod
+process; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from shiftnet.api import Pod, Resource
+from shiftnet.cli.applying import apply_object, check_version
+from shiftnet.cli.manifests import read_manifests
+from shiftnet.cli.naming import object_ref
+from shiftnet.cli.objects import decode_documents
+from shiftnet.cli.runtime import run_async
+from shiftnet.cli.settings import DEFAULT_HOME
+from shiftnet.client import Client
+from shiftnet.cluster import ClusterConfig, LocalCluster
+from shiftnet.errors import InvalidInput, ShiftnetError, StoreUnavailable
+from shiftnet.sdn.config import check_node_name, default_node_name
+
+READY_POLL = 0.25
+MAX_CURL_LINES = 8
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "up",
+        help="run a whole cluster here (store, master, node) and apply manifests",
+        description="Start the store, the master controllers and a node agent on this machine, "
+        "apply the given manifests and run until Ctrl-C. Try: shiftnet up -f examples/demo",
+    )
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="manifest file or directory to apply once the cluster runs (repeatable)",
+    )
+    p.add_argument("-R", "--recursive", action="store_true", help="descend into sub-directories")
+    p.add_argument("--node-name", help="name of this machine's Node (default: the host name)")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for the applied pods to become ready (default 60)",
+    )
+    p.set_defaults(func=run)
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+async def apply_documents(client: Client, docs: list[Any], objects: list[Resource]) -> None:
+    """``shiftnet apply``'s semantics, object by object, printing what happened."""
+    for doc, obj in zip(docs, objects, strict=True):
+        try:
+            await check_version(client, obj)
+            result = await apply_object(client, obj)
+        except StoreUnavailable:
+            raise
+        except ShiftnetError as err:
+            raise InvalidInput(f"{doc.where}: {err}") from None
+        say(f"  {object_ref(type(obj), obj.name)} {result.action}")
+
+
+async def wait_for_pods(client: Client, keys: list[tuple[str, str]], timeout: float) -> list[Pod]:
+    """The applied pods, once all are ready or ``timeout`` passed (whichever is first)."""
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        pods = [p for p in [await client.try_get(Pod, ns, name) for ns, name in keys] if p]
+        waiting = [p for p in pods if not p.ready]
+        if not waiting or time.monotonic() >= deadline:
+            if waiting:
+                names = ", ".join(f"{p.namespace}/{p.name}" for p in waiting[:5])
+                say(f"  not ready after {timeout:g}s: {names} (see shiftnet logs POD -n NS)")
+            return pods
+        if not told:
+            say(f"waiting for {len(waiting)} of {len(pods)} pods to become ready ...")
+            told = True
+        await asyncio.sleep(READY_POLL)
+
+
+def pod_table(pods: list[Pod]) -> list[str]:
+    rows = [("NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "IP", "NODE")]
+    for p in sorted(pods, key=lambda p: p.key):
+        ready = sum(1 for c in p.status.container_statuses if c.ready)
+        restarts = sum(c.restart_count for c in p.status.container_statuses)
+        rows.append(
+            (
+                p.namespace or "",
+                p.name,
+                f"{ready}/{len(p.spec.containers)}",
+                p.status.phase,
+                str(restarts),
+                p.status.pod_ip or "<none>",
+                p.spec.node_name or "<none>",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+
+
+def hints(pods: list[Pod], state_dir: Path) -> list[str]:
+    lines = ["", "Try next (in another terminal):"]
+    if state_dir != Path(DEFAULT_HOME).expanduser().absolute():
+        lines.append(f"  export SHIFTNET_HOME={state_dir}")
+    lines += ["  shiftnet get pods -A -o wide", "  shiftnet get svc,endpoints -A"]
+    shown = 0
+    for p in sorted(pods, key=lambda p: p.key):
+        ports = [port.container_port for c in p.spec.containers for port in c.ports]
+        if p.status.pod_ip and ports and shown < MAX_CURL_LINES:
+            lines.append(
+                f"  curl http://{p.status.pod_ip}:{ports[0]}/hello    # {p.namespace}/{p.name}"
+            )
+            shown += 1
+    if pods:
+        first = sorted(pods, key=lambda p: p.key)[0]
+        lines.append(f"  shiftnet logs {first.name} -n {first.namespace} -f")
+    lines += ["", "Press Ctrl-C to stop; every pod process stops with it."]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    node_name = check_node_name(args.node_name) if args.node_name else default_node_name()
+    # Read and validate every manifest before starting anything.
+    docs = read_manifests(args.filename, recursive=args.recursive) if args.filename else []
+    objects = decode_documents(docs, None) if docs else []
+    config = ClusterConfig(
+        state_dir=Path(args.state_dir), store_url=args.store, node_name=node_name
+    )
+
+    async def go() -> int:
+        cluster = LocalCluster(config, progress=say)
+        code = 0
+        try:
+            await cluster.start()
+            client = Client(cluster.require_store())
+            pods: list[Pod] = []
+            if objects:
+                say(f"applying {len(objects)} objects ...")
+                await apply_documents(client, docs, objects)
+                keys = [(o.namespace or "default", o.name) for o in objects if isinstance(o, Pod)]
+                pods = await wait_for_pods(client, keys, args.wait)
+            say("")
+            say(f"shiftnet is up: state in {config.state_dir}")
+            if pods:
+                for line in pod_table(pods):
+                    say(line)
+            for line in hints(pods, config.state_dir):
+                say(line)
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            say("")
+            say("shutting down ...")
+        finally:
+            await cluster.stop()
+        say("stopped: store, master and node are down and no pod process is left running")
+        return code
+
+    return int(run_async(go))
