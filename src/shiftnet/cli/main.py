@@ -31,6 +31,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.node",
     "shiftnet.cli.up",
     "shiftnet.cli.dns",
+    "shiftnet.cli.router",
 )
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,85 @@
+"""``shiftnet router``: serve Routes through HAProxy (the OpenShift router, alone).
+
+Every option is an OpenShift router environment variable and a flag (see
+``shiftnet router --help`` and docs/router.md). SIGINT/SIGTERM stop the router
+and its HAProxy cleanly; if the router dies any other way, HAProxy keeps
+serving and the next ``shiftnet router`` on the same work directory adopts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from typing import Any
+
+from shiftnet.router.config import RouterConfig, add_router_flags
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "router",
+        help="serve Routes through HAProxy",
+        description="Watch Routes, Services, Endpoints and Namespaces in the store, admit "
+        "routes (host claims, shards, TLS checks), and serve them with HAProxy straight to "
+        "pod IPs. Flags override the OpenShift router's environment variables.",
+    )
+    # Also accepted after the sub-command (the global flags come before it).
+    p.add_argument("--store", default=argparse.SUPPRESS, metavar="URL",
+                   help="cluster store URL (same as the global --store)")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="debug logging and tracebacks (same as the global --debug)")
+    p.add_argument("--metrics-listen", metavar="ADDR:PORT",
+                   default=os.environ.get("ROUTER_METRICS_LISTEN") or None,
+                   help="serve Prometheus metrics on ADDR:PORT/metrics "
+                   "[ROUTER_METRICS_LISTEN] (default: off)")
+    add_router_flags(p)
+    p.set_defaults(func=run)
+
+
+def _metrics_address(text: str) -> tuple[str, int]:
+    from shiftnet.errors import ConfigError
+
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 < number < 65536:
+        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
+    return host or "127.0.0.1", number
+
+
+def run(args: argparse.Namespace) -> int:
+    from shiftnet.cli.runtime import run_async
+
+    config = RouterConfig.from_args(args)
+    metrics_at = _metrics_address(args.metrics_listen) if args.metrics_listen else None
+
+    async def serve() -> int:
+        from prometheus_client import start_http_server
+
+        from shiftnet.router import Router
+        from shiftnet.router.metrics import REGISTRY
+        from shiftnet.store import open_store
+
+        if args.store.startswith("sqlite:"):
+            args.state_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(args.store)
+        router = Router(store, config)
+        try:
+            if metrics_at is not None:
+                start_http_server(metrics_at[1], addr=metrics_at[0], registry=REGISTRY)
+            await router.start()
+            print(
+                f"router {config.name} serving http on :{config.http_port} and https on "
+                f":{config.https_port} (work dir {config.work_dir})",
+                flush=True,
+            )
+            await asyncio.Event().wait()
+        finally:
+            await router.stop()
+            await store.close()
+        return 0
+
+    return int(run_async(serve))

@@ -1,0 +1,214 @@
+"""The router process: informers -> admission -> L7 model -> render -> HAProxy driver.
+
+``Router(store, config)`` is the library entry point (``shiftnet router`` and
+``shiftnet up`` are thin wrappers). Every watch event kicks one coalesced sync:
+the sync recomputes admission and the model from the informer caches (pure,
+deterministic), renders the file set, hands it to the driver (runtime API at
+once, or a reload bounded by ``RELOAD_INTERVAL``), and writes each in-shard
+route's ``status.ingress[]`` entry for this router's name when it differs
+other than in timestamps. A failing sync is logged and retried on the next
+event; one bad route never stops the others (admission rejects it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from shiftnet.api import Endpoints, Namespace, Route, Service
+from shiftnet.client import Client
+from shiftnet.errors import ShiftnetError
+from shiftnet.informer import Informers
+from shiftnet.router import metrics
+from shiftnet.router.admission import AdmissionResult, admit, in_shard, route_key
+from shiftnet.router.certs import default_certificate
+from shiftnet.router.config import RouterConfig
+from shiftnet.router.haproxy.driver import HAProxyDriver
+from shiftnet.router.haproxy.process import fit_limits, log_limits_once
+from shiftnet.router.haproxy.runtime import RuntimeAPIError
+from shiftnet.router.status import clear_status, needs_write, write_status
+from shiftnet.runner import CoalescingRunner
+from shiftnet.store.base import Store
+
+log = logging.getLogger(__name__)
+
+STATS_POLL_SECONDS = 10.0
+BACKENDS_INDEX = "backends.json"  # run/backends.json: route -> HAProxy backends (describe)
+
+
+class Router:
+    """One router: serves the admitted routes of its shard through one HAProxy."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: RouterConfig,
+        *,
+        informers: Informers | None = None,
+        sync_interval: float = 0.0,
+    ) -> None:
+        self.store = store
+        self.client = Client(store)
+        limits = fit_limits(config.max_connections)
+        log_limits_once(limits)
+        self.limits = limits
+        self.config = config.replace(
+            max_connections=limits.maxconn,
+            threads=config.threads or limits.nbthread,
+        )
+        self.work_dir = Path(self.config.work_dir)
+        self.informers = informers or Informers(store)
+        self._own_informers = informers is None
+        self.routes = self.informers.informer(Route)
+        self.services = self.informers.informer(Service)
+        self.endpoints = self.informers.informer(Endpoints)
+        self.namespaces = self.informers.informer(Namespace)
+        self.driver = HAProxyDriver(
+            self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
+        )
+        self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
+        self._stats_task: asyncio.Task[None] | None = None
+        self._default_pem: bytes = b""
+        self.admission: AdmissionResult | None = None
+        self.syncs = 0
+        self._status_seen: set[tuple[str, str]] = set()
+
+    # -------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Adopt or start HAProxy, sync the caches, serve; returns once serving."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._default_pem = default_certificate(
+            self.config.default_certificate_path,
+            self.work_dir,
+            self.config.canonical_hostname or f"{self.config.name}.shiftnet.local",
+        )
+        for inf in (self.routes, self.services, self.endpoints, self.namespaces):
+            inf.add_handler(self._on_event)
+        await self.driver.start()
+        await self.informers.start()
+        await self.sync_now()
+        await self._runner.start()
+        self._stats_task = asyncio.get_running_loop().create_task(
+            self._poll_stats(), name="router-stats"
+        )
+        log.info(
+            "router started name=%s http_port=%d https_port=%d work_dir=%s",
+            self.config.name,
+            self.config.http_port,
+            self.config.https_port,
+            self.work_dir,
+        )
+
+    async def stop(self, stop_haproxy: bool = True) -> None:
+        """Clean shutdown; HAProxy is stopped too unless ``stop_haproxy`` is False."""
+        if self._stats_task is not None:
+            self._stats_task.cancel()
+            await asyncio.gather(self._stats_task, return_exceptions=True)
+            self._stats_task = None
+        await self._runner.stop()
+        if self._own_informers:
+            await self.informers.stop()
+        await self.driver.stop(stop_haproxy=stop_haproxy)
+
+    async def sync_now(self) -> None:
+        """Recompute and apply now, and finish any pending reload (tests, start-up)."""
+        await self._sync()
+        await self.driver.flush()
+
+    def _on_event(self, event_type: str, old: Any, new: Any) -> None:
+        self._runner.kick()
+
+    # ------------------------------------------------------------------- sync
+    def _render(self, result: AdmissionResult) -> tuple[dict[str, bytes], dict[str, list[str]]]:
+        """Model and render (pure); returns the file set and route -> backend names."""
+        from shiftnet.router.haproxy.render import render_haproxy
+        from shiftnet.router.model import build_model
+
+        model = build_model(
+            result.admitted,
+            self.services.list(),
+            self.endpoints.list(),
+            self.config,
+        )
+        files = render_haproxy(model, self.config, self._paths())
+        return files, backends_by_route(model)
+
+    def _paths(self) -> Any:
+        from shiftnet.router.haproxy.render import RenderPaths
+
+        return RenderPaths(
+            run_dir=str(self.work_dir / "run"),
+            default_certificate=self._default_pem,
+        )
+
+    async def _sync(self) -> None:
+        self.syncs += 1
+        result = admit(self.routes.list(), self.namespaces.list(), self.config)
+        self.admission = result
+        files, index = self._render(result)
+        await self.driver.apply(files)
+        self._write_index(index)
+        await self._write_statuses(result)
+
+    def _write_index(self, index: dict[str, list[str]]) -> None:
+        run = self.work_dir / "run"
+        run.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(index, sort_keys=True, indent=1).encode()
+        path = run / BACKENDS_INDEX
+        with contextlib.suppress(OSError):
+            if path.read_bytes() == data:
+                return
+        tmp = run / (BACKENDS_INDEX + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+    async def _write_statuses(self, result: AdmissionResult) -> None:
+        ns_by_name = {n.metadata.name: n for n in self.namespaces.list()}
+        for route in self.routes.list():
+            key = route_key(route)
+            decision = result.decisions.get(key)
+            try:
+                if decision is not None and decision.ingress is not None:
+                    if needs_write(route, decision.ingress):
+                        await write_status(self.client, route, decision.ingress)
+                elif (
+                    not route.metadata.deletion_timestamp
+                    and not in_shard(route, ns_by_name.get(route.metadata.namespace or ""), self.config)
+                    and any(e.router_name == self.config.name for e in route.status.ingress)
+                ):
+                    await clear_status(self.client, route, self.config.name)
+            except ShiftnetError as err:
+                log.warning("route status not written route=%s/%s error=%s", *key, err)
+
+    # ------------------------------------------------------------------ stats
+    async def _poll_stats(self) -> None:
+        known: set[str] = set()
+        while True:
+            await asyncio.sleep(STATS_POLL_SECONDS)
+            with contextlib.suppress(RuntimeAPIError):
+                known = await self.update_backend_metrics(known)
+
+    async def update_backend_metrics(self, known: set[str] | None = None) -> set[str]:
+        """Copy per-backend request and error counts from ``show stat`` into metrics."""
+        counts = await self.driver.runtime.backend_counts()
+        for name, (requests, errors) in counts.items():
+            metrics.BACKEND_REQUESTS.labels(backend=name).set(requests)
+            metrics.BACKEND_ERRORS.labels(backend=name).set(errors)
+        for gone in (known or set()) - set(counts):
+            with contextlib.suppress(KeyError):
+                metrics.BACKEND_REQUESTS.remove(gone)
+                metrics.BACKEND_ERRORS.remove(gone)
+        return set(counts)
+
+
+def backends_by_route(model: Any) -> dict[str, list[str]]:
+    """``"ns/name" -> [backend, ...]`` from the model (for ``shiftnet describe route``)."""
+    out: dict[str, list[str]] = {}
+    for policy in getattr(model, "policies", ()):
+        ns, name = policy.route_key
+        out.setdefault(f"{ns}/{name}", []).append(policy.backend)
+    return {k: sorted(set(v)) for k, v in sorted(out.items())}
