@@ -68,14 +68,18 @@ def _set_error(svc: Service, message: str | None, requested: str | None) -> None
 
 
 class ClusterIPAllocator:
-    def __init__(self, client: Client, informers: Informers, service_network: str) -> None:
+    def __init__(
+        self, client: Client, informers: Informers, service_network: str, *, workers: int = 8
+    ) -> None:
         self.client = client
         self.range = IPRange.for_services(service_network)
         self.informer = informers.informer(Service)
         self.informer.add_handler(self._on_event)
         self._held: dict[Key, tuple[str, str | None]] = {}  # key -> (ip, uid)
         self._waiting: set[Key] = set()  # wait for an address to be released
-        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(self._sync, workers=8, name="clusterip")
+        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
+            self._sync, workers=workers, name="clusterip"
+        )
         self.allocations = 0
         self.errors = 0
 
@@ -98,7 +102,14 @@ class ClusterIPAllocator:
             raise AllocationError(_invalid(svc, ip, str(exc))) from None
         want = ipaddress.ip_address(ip)
         for o in others:
-            if o.key == svc.key or not wants_cluster_ip(o) or not o.spec.cluster_ip:
+            if o.key == svc.key:
+                held = o.spec.cluster_ip if wants_cluster_ip(o) else None
+                if held and held != "None" and ipaddress.ip_address(held) != want:
+                    raise AllocationError(
+                        _invalid(svc, ip, f"field is immutable (the Service holds {held})")
+                    )
+                continue
+            if not wants_cluster_ip(o) or not o.spec.cluster_ip:
                 continue
             try:
                 taken = ipaddress.ip_address(o.spec.cluster_ip) == want

@@ -1,0 +1,88 @@
+"""The master controllers: the cluster's single writers of allocations and endpoints.
+
+``Master(store, config)`` runs, on one set of shared informers:
+
+* :class:`~shiftnet.master.clusterip.ClusterIPAllocator` (``spec.clusterIP``),
+* :class:`~shiftnet.master.endpoints.EndpointsController` (Endpoints),
+* :class:`~shiftnet.master.subnets.SubnetAllocator` (ClusterNetwork, HostSubnets),
+* :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional).
+
+Run exactly one master per cluster: the allocators keep their pools in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from shiftnet.client import Client
+from shiftnet.informer import Informers
+from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
+from shiftnet.master.config import MasterConfig
+from shiftnet.master.endpoints import EndpointsController
+from shiftnet.master.scheduler import Scheduler
+from shiftnet.master.subnets import SubnetAllocator
+from shiftnet.store.base import Store
+
+__all__ = ["Master", "MasterConfig", "check_service_request"]
+
+log = logging.getLogger(__name__)
+
+
+class Master:
+    """``await master.start()`` returns once every controller has synced its first view."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: MasterConfig | None = None,
+        informers: Informers | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config or MasterConfig()
+        self.config.check()
+        self.client = Client(store)
+        self._own_informers = informers is None
+        self.informers = informers or Informers(store)
+        self.subnets = SubnetAllocator(self.client, self.informers, self.config)
+        self.cluster_ips = ClusterIPAllocator(
+            self.client, self.informers, self.config.service_network, workers=self.config.workers
+        )
+        self.endpoints = EndpointsController(self.client, self.informers)
+        self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
+        self._started = False
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        await self.subnets.ensure_cluster_network()
+        await self.informers.start()
+        await self.subnets.start()
+        await self.cluster_ips.start()
+        await self.endpoints.start()
+        if self.scheduler is not None:
+            await self.scheduler.start()
+        self._started = True
+        log.info(
+            "master started mode=%s cluster_network=%s service_network=%s",
+            self.config.network_mode, self.subnets.range.cidr, self.config.service_network,
+        )
+
+    async def stop(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+        await self.endpoints.stop()
+        await self.cluster_ips.stop()
+        await self.subnets.stop()
+        if self._own_informers:
+            await self.informers.stop()
+        self._started = False
+        log.info("master stopped")
+
+    async def wait_idle(self) -> None:
+        """Until no controller has work queued or running (tests, benchmarks)."""
+        for _ in range(3):  # one controller's write may give another work
+            await self.subnets.queue.wait_idle()
+            await self.cluster_ips.queue.wait_idle()
+            await self.endpoints.queue.wait_idle()
+            if self.scheduler is not None:
+                await self.scheduler.runner.flush()

@@ -1,0 +1,85 @@
+"""Master settings: the service network and the cluster network, per network mode.
+
+Local mode (no root) puts every address on loopback so processes can bind
+them: pods in 127.10.0.0/16 (a /24 per node), ClusterIPs in 127.30.0.0/16.
+SDN mode uses the seed's 10.1.0.0/16 with /24 per node and OpenShift 3's
+service network 172.30.0.0/16. Every value can be overridden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shiftnet.errors import AllocationError, ConfigError
+from shiftnet.ipam import IPRange, SubnetRange
+
+NETWORK_MODES = ("local", "sdn")
+
+DEFAULTS: dict[str, tuple[str, int, str]] = {
+    # mode: (cluster network, hostsubnetlength, service network)
+    "local": ("127.10.0.0/16", 8, "127.30.0.0/16"),
+    "sdn": ("10.1.0.0/16", 8, "172.30.0.0/16"),
+}
+
+PLUGIN_NAME = "redhat/openshift-ovs-subnet"  # the seed's "ovssubnet": one flat pod network
+
+
+@dataclass(frozen=True)
+class MasterConfig:
+    """What the master controllers need; ``MasterConfig.build`` fills mode defaults."""
+
+    network_mode: str = "local"
+    cluster_network: str = DEFAULTS["local"][0]
+    host_subnet_length: int = DEFAULTS["local"][1]
+    service_network: str = DEFAULTS["local"][2]
+    scheduler: bool = True  # assign unscheduled pods round robin over ready nodes
+    workers: int = 8  # concurrent per-object syncs of each controller
+
+    @classmethod
+    def build(
+        cls,
+        network_mode: str | None = None,
+        *,
+        cluster_network: str | None = None,
+        host_subnet_length: int | None = None,
+        service_network: str | None = None,
+        scheduler: bool = True,
+        workers: int = 8,
+    ) -> MasterConfig:
+        """Defaults of ``network_mode`` for what is not given; ConfigError when invalid."""
+        mode = network_mode or "local"
+        if mode not in NETWORK_MODES:
+            raise ConfigError(
+                f'network mode "{mode}" is not supported: use one of {", ".join(NETWORK_MODES)}'
+            )
+        cn, hsl, sn = DEFAULTS[mode]
+        cfg = cls(
+            network_mode=mode,
+            cluster_network=cluster_network or cn,
+            host_subnet_length=hsl if host_subnet_length is None else host_subnet_length,
+            service_network=service_network or sn,
+            scheduler=scheduler,
+            workers=workers,
+        )
+        cfg.check()
+        return cfg
+
+    def check(self) -> None:
+        """Raise ConfigError naming the setting when a value is unusable."""
+        try:
+            SubnetRange(self.cluster_network, self.host_subnet_length)
+        except AllocationError as exc:
+            raise ConfigError(f"cluster network setting is invalid: {exc}") from None
+        try:
+            IPRange.for_services(self.service_network)
+        except AllocationError as exc:
+            raise ConfigError(f"service network setting is invalid: {exc}") from None
+        cluster = SubnetRange(self.cluster_network, self.host_subnet_length).network
+        service = IPRange.for_services(self.service_network).network
+        if cluster.overlaps(service):
+            raise ConfigError(
+                f"service network {service} overlaps cluster network {cluster}: "
+                "a ClusterIP could equal a pod IP"
+            )
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {self.workers}")
