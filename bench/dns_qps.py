@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Queries per second of shiftnet's cluster DNS next to Unbound, with dnsperf.
+
+One run: a tmp SQLite store gets N ClusterIP services (with named ports) and
+their Endpoints; ``shiftnet dns`` serves them; Unbound serves the same names
+from a static ``local-zone``. Each server is pinned to one core, dnsperf to
+the other, and asked the service A names (answers) and names that do not
+exist (NXDOMAIN). Prints a table and writes JSON.
+
+    .venv/bin/python bench/dns_qps.py [--services 1000] [--seconds 10] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOMAIN = "cluster.local"
+
+
+def free_port() -> int:
+    """A port free for both UDP and TCP on 127.0.0.1."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.bind(("127.0.0.1", 0))
+            port = u.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+                try:
+                    t.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def services(n: int) -> list[tuple[str, str, str]]:
+    """(namespace, name, clusterIP) for n services over 10 namespaces."""
+    out = []
+    for i in range(n):
+        ns = f"bench-{i % 10}"
+        out.append((ns, f"svc-{i}", f"127.30.{i // 250}.{i % 250 + 1}"))
+    return out
+
+
+async def seed_store(url: str, svcs: list[tuple[str, str, str]]) -> None:
+    from shiftnet.api import Endpoints, Service
+    from shiftnet.client import Client
+    from shiftnet.store import open_store
+
+    store = open_store(url)
+    client = Client(store)
+    for ns, name, ip in svcs:
+        await client.create(
+            Service.model_validate(
+                {
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {
+                        "clusterIP": ip,
+                        "selector": {"app": name},
+                        "ports": [{"name": "http", "port": 80}],
+                    },
+                }
+            )
+        )
+        await client.create(
+            Endpoints.model_validate(
+                {
+                    "metadata": {"name": name, "namespace": ns},
+                    "subsets": [
+                        {
+                            "addresses": [{"ip": "127.10.0.2"}],
+                            "ports": [{"name": "http", "port": 8080}],
+                        }
+                    ],
+                }
+            )
+        )
+    await store.close()
+
+
+def wait_dns(port: int, timeout: float = 20.0) -> None:
+    """Until the server on ``port`` answers dns-version TXT (or any query)."""
+    import dns.message
+    import dns.query
+
+    deadline = time.monotonic() + timeout
+    q = dns.message.make_query(f"dns-version.{DOMAIN}", "TXT")
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            dns.query.udp(q, "127.0.0.1", port=port, timeout=0.3)
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"no DNS server answered on 127.0.0.1:{port}")
+
+
+def unbound_conf(tmp: Path, port: int, svcs: list[tuple[str, str, str]]) -> Path:
+    lines = [
+        "server:",
+        "  interface: 127.0.0.1",
+        f"  port: {port}",
+        "  do-ip6: no",
+        "  num-threads: 1",
+        "  do-daemonize: no",
+        '  chroot: ""',
+        '  username: ""',
+        f'  directory: "{tmp}"',
+        f'  pidfile: "{tmp}/unbound.pid"',
+        "  use-syslog: no",
+        f'  logfile: "{tmp}/unbound.log"',
+        "  verbosity: 0",
+        "  access-control: 127.0.0.0/8 allow",
+        '  module-config: "iterator"',
+        "  so-rcvbuf: 4m",
+        f'  local-zone: "{DOMAIN}." static',
+    ]
+    for ns, name, ip in svcs:
+        lines.append(f'  local-data: "{name}.{ns}.svc.{DOMAIN}. 5 IN A {ip}"')
+    lines += ["remote-control:", "  control-enable: no"]
+    path = tmp / "unbound.conf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def dnsperf(port: int, datafile: Path, seconds: int, cpu: str) -> dict[str, float]:
+    cmd = [
+        "taskset", "-c", cpu,
+        "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", str(datafile),
+        "-l", str(seconds), "-c", "4", "-q", "200", "-t", "2",
+    ]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+    def grab(pattern: str) -> float:
+        m = re.search(pattern, out)
+        return float(m.group(1)) if m else float("nan")
+
+    return {
+        "qps": grab(r"Queries per second:\s+([\d.]+)"),
+        "sent": grab(r"Queries sent:\s+(\d+)"),
+        "completed": grab(r"Queries completed:\s+(\d+)"),
+        "lost": grab(r"Queries lost:\s+(\d+)"),
+        "avg_latency_ms": grab(r"Average Latency \(s\):\s+([\d.]+)") * 1000,
+    }
+
+
+def write_queries(tmp: Path, svcs: list[tuple[str, str, str]]) -> dict[str, Path]:
+    names = tmp / "names.txt"
+    names.write_text("".join(f"{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
+    nx = tmp / "nxdomain.txt"
+    nx.write_text("".join(f"missing-{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
+    return {"cluster names (A)": names, "NXDOMAIN": nx}
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--services", type=int, default=1000)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--server-cpu", default="0")
+    ap.add_argument("--client-cpu", default="1")
+    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "dns_qps.json"))
+    args = ap.parse_args()
+    for tool in ("dnsperf", "unbound", "taskset"):
+        if shutil.which(tool) is None:
+            print(f"error: {tool} is not installed", file=sys.stderr)
+            return 2
+
+    svcs = services(args.services)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="sn-dnsbench-") as tmpdir:
+        tmp = Path(tmpdir)
+        url = f"sqlite://{tmp}/state.db"
+        asyncio.run(seed_store(url, svcs))
+        queries = write_queries(tmp, svcs)
+
+        port = free_port()
+        env = dict(os.environ, SHIFTNET_HOME=str(tmp), SHIFTNET_STORE=url)
+        shift = subprocess.Popen(
+            ["taskset", "-c", args.server_cpu, sys.executable, "-m", "shiftnet.cli.main",
+             "dns", "--listen", f"127.0.0.1:{port}"],
+            env=env, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            wait_dns(port)
+            results["shiftnet"] = {
+                label: dnsperf(port, path, args.seconds, args.client_cpu)
+                for label, path in queries.items()
+            }
+        finally:
+            stop(shift)
+
+        uport = free_port()
+        conf = unbound_conf(tmp, uport, svcs)
+        unbound = subprocess.Popen(
+            ["taskset", "-c", args.server_cpu, "unbound", "-d", "-c", str(conf)],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            wait_dns(uport)
+            results["unbound"] = {
+                label: dnsperf(uport, path, args.seconds, args.client_cpu)
+                for label, path in queries.items()
+            }
+        finally:
+            stop(unbound)
+
+    header = f"{'workload':<20} {'shiftnet q/s':>13} {'unbound q/s':>13} {'ratio':>7}"
+    header += f" {'shiftnet lat ms':>16} {'unbound lat ms':>15}"
+    print(f"dnsperf, {args.services} services, {args.seconds}s per run, servers on one core")
+    print(header)
+    print("-" * len(header))
+    for label in queries:
+        s, u = results["shiftnet"][label], results["unbound"][label]
+        print(
+            f"{label:<20} {s['qps']:>13.0f} {u['qps']:>13.0f} {s['qps'] / u['qps']:>7.2f}"
+            f" {s['avg_latency_ms']:>16.3f} {u['avg_latency_ms']:>15.3f}"
+        )
+    out = {
+        "benchmark": "dns_qps",
+        "services": args.services,
+        "seconds": args.seconds,
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "results": results,
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
