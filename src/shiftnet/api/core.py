@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from shiftnet.api.base import Condition, Resource, Wire
 
@@ -160,6 +160,16 @@ class ServiceSpec(Wire):
     session_affinity: str = "None"
     session_affinity_config: SessionAffinityConfig | None = None
     publish_not_ready_addresses: bool = False
+
+    @model_validator(mode="after")
+    def _default_affinity_config(self) -> ServiceSpec:
+        """Kubernetes fills ``clientIP.timeoutSeconds: 10800`` when affinity is ClientIP."""
+        if self.session_affinity == "ClientIP":
+            if self.session_affinity_config is None:
+                self.session_affinity_config = SessionAffinityConfig()
+            if self.session_affinity_config.client_ip is None:
+                self.session_affinity_config.client_ip = ClientIPConfig()
+        return self
 
     @property
     def affinity_timeout(self) -> int:

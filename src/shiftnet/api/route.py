@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from shiftnet.api.base import Resource, Wire
 
@@ -11,6 +11,12 @@ class RouteTargetReference(Wire):
     kind: str = "Service"
     name: str
     weight: int | None = 100
+
+    @field_validator("kind")
+    @classmethod
+    def _default_kind(cls, value: str) -> str:
+        """Upstream defaults an empty kind to Service."""
+        return value or "Service"
 
 
 class RoutePort(Wire):

@@ -7,7 +7,8 @@ Two levels, as upstream:
   and "does each PEM field parse".
 * :func:`extended_tls_errors` is what the router checks before it serves a
   route (``ExtendedValidationFailed``): key matches certificate, certificate
-  chains to ``caCertificate``, no SHA1/MD5 on CA-signed certificates.
+  chains to ``caCertificate``, no SHA1/MD5 on CA-signed certificates. The
+  checks themselves live in :mod:`shiftnet.api.tls`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ MAX_ALTERNATE_BACKENDS = 3
 MAX_WEIGHT = 256
 ALLOW_NON_DNS_COMPLIANT_HOST = "route.openshift.io/allow-non-dns-compliant-host"
 
-_REDACTED = {
+# Upstream never echoes key material in an error; it names what was redacted.
+REDACTED = {
     "certificate": "redacted certificate data",
     "key": "redacted key data",
     "caCertificate": "redacted ca certificate data",
@@ -48,7 +50,12 @@ def _tls_fields(t: TLSConfig) -> dict[str, str | None]:
     }
 
 
-def host_errors(route: Route, path: str = "spec.host") -> list[FieldError]:
+def host_errors(route: Route) -> list[FieldError]:
+    """``spec.host``: optional; a lowercase DNS subdomain whose labels are <= 63 characters.
+
+    The ``route.openshift.io/allow-non-dns-compliant-host: "true"`` annotation
+    relaxes the per-label limit, as upstream.
+    """
     host = route.spec.host
     if not host:
         return []
@@ -56,7 +63,14 @@ def host_errors(route: Route, path: str = "spec.host") -> list[FieldError]:
         reasons = names.dns1123_subdomain_errors(host)
     else:
         reasons = names.hostname_errors(host)
-    return [invalid(path, host, r) for r in reasons[:1]]
+    return [invalid("spec.host", host, r) for r in reasons[:1]]
+
+
+def subdomain_errors(route: Route) -> list[FieldError]:
+    sub = route.spec.subdomain
+    if not sub:
+        return []
+    return [invalid("spec.subdomain", sub, r) for r in names.hostname_errors(sub)[:1]]
 
 
 def path_errors(route: Route) -> list[FieldError]:
@@ -70,7 +84,7 @@ def path_errors(route: Route) -> list[FieldError]:
         out.append(invalid("spec.path", p, "path must not contain '#'"))
     if any(ch.isspace() for ch in p):
         out.append(invalid("spec.path", p, "path must not contain spaces"))
-    if any(not ch.isprintable() and not ch.isspace() for ch in p):
+    elif any(not ch.isprintable() for ch in p):
         out.append(invalid("spec.path", p, "path must not contain control characters"))
     if route.spec.tls is not None and route.spec.tls.termination == "passthrough":
         out.append(invalid("spec.path", p, "passthrough termination does not support paths"))
@@ -84,9 +98,9 @@ def _backend_errors(ref: RouteTargetReference, base: str) -> list[FieldError]:
     else:
         out += [
             invalid(join(base, "name"), ref.name, r)
-            for r in names.dns1035_label_errors(ref.name)[:1]
+            for r in names.dns1123_label_errors(ref.name)[:1]
         ]
-    if ref.kind not in ("Service", ""):  # "" is defaulted to Service upstream
+    if ref.kind != "Service":
         out.append(invalid(join(base, "kind"), ref.kind, "must reference a Service"))
     if ref.weight is not None and not 0 <= ref.weight <= MAX_WEIGHT:
         out.append(
@@ -99,7 +113,23 @@ def _backend_errors(ref: RouteTargetReference, base: str) -> list[FieldError]:
     return out
 
 
-def _target_port_errors(route: Route) -> list[FieldError]:
+def backend_errors(route: Route) -> list[FieldError]:
+    out = _backend_errors(route.spec.to, "spec.to")
+    backends = route.spec.alternate_backends
+    if len(backends) > MAX_ALTERNATE_BACKENDS:
+        out.append(too_many("spec.alternateBackends", len(backends), MAX_ALTERNATE_BACKENDS))
+    for i, ref in enumerate(backends):
+        out += _backend_errors(ref, join("spec.alternateBackends", i))
+    return out
+
+
+def target_port_errors(route: Route) -> list[FieldError]:
+    """``spec.port.targetPort``: not 0 and not ""; a number, a digit string, or a port name.
+
+    Upstream accepts any non-empty string (``"0"`` included, since it is looked
+    up as a name); shiftnet also refuses strings that could never name a
+    Service port (Service port names are DNS-1123 labels).
+    """
     if route.spec.port is None:
         return []
     path = "spec.port.targetPort"
@@ -110,9 +140,9 @@ def _target_port_errors(route: Route) -> list[FieldError]:
         return [invalid(path, target, r) for r in names.port_number_errors(target)]
     if target == "":
         return [required(path)]
-    if target.isdigit():
-        return [invalid(path, target, r) for r in names.port_number_errors(int(target))]
-    return [invalid(path, target, r) for r in names.port_name_errors(target)[:1]]
+    if target.isascii() and target.isdigit():
+        return []
+    return [invalid(path, target, r) for r in names.dns1123_label_errors(target)[:1]]
 
 
 def wildcard_errors(route: Route) -> list[FieldError]:
@@ -128,19 +158,15 @@ def wildcard_errors(route: Route) -> list[FieldError]:
     return []
 
 
-def tls_errors(route: Route) -> list[FieldError]:
-    t = route.spec.tls
-    if t is None:
-        return []
+def _termination_errors(t: TLSConfig) -> list[FieldError]:
     out: list[FieldError] = []
-    fields = _tls_fields(t)
     if t.termination == "passthrough":
-        for name, value in fields.items():
+        for name, value in _tls_fields(t).items():
             if value:
                 out.append(
                     invalid(
                         join("spec.tls", name),
-                        _REDACTED[name],
+                        REDACTED[name],
                         "passthrough termination does not support certificates",
                     )
                 )
@@ -149,60 +175,66 @@ def tls_errors(route: Route) -> list[FieldError]:
             out.append(
                 invalid(
                     "spec.tls.destinationCACertificate",
-                    _REDACTED["destinationCACertificate"],
+                    REDACTED["destinationCACertificate"],
                     "edge termination does not support destination certificates",
                 )
             )
     elif t.termination != "reencrypt":
         out.append(not_supported("spec.tls.termination", t.termination, TERMINATIONS))
-
-    policy = t.insecure_edge_termination_policy
-    if policy:
-        allowed = PASSTHROUGH_POLICIES if t.termination == "passthrough" else EDGE_POLICIES
-        if t.termination in TERMINATIONS and policy not in allowed:
-            out.append(
-                invalid(
-                    "spec.tls.insecureEdgeTerminationPolicy",
-                    policy,
-                    "invalid value for InsecureEdgeTerminationPolicy option, acceptable values are "
-                    + ", ".join(allowed)
-                    + ", or empty",
-                )
-            )
-
-    if t.termination in ("edge", "reencrypt"):
-        for name, value in fields.items():
-            if not value:
-                continue
-            path = join("spec.tls", name)
-            reason = tls.pem_parse_problem(
-                value, path, expect="key" if name == "key" else "certificate"
-            )
-            if reason:
-                out.append(invalid(path, _REDACTED[name], reason))
     return out
+
+
+def _insecure_policy_errors(t: TLSConfig) -> list[FieldError]:
+    policy = t.insecure_edge_termination_policy
+    if not policy or t.termination not in TERMINATIONS:
+        return []
+    allowed = PASSTHROUGH_POLICIES if t.termination == "passthrough" else EDGE_POLICIES
+    if policy in allowed:
+        return []
+    return [
+        invalid(
+            "spec.tls.insecureEdgeTerminationPolicy",
+            policy,
+            "invalid value for InsecureEdgeTerminationPolicy option, acceptable values are "
+            + ", ".join(allowed)
+            + ", or empty",
+        )
+    ]
+
+
+def _pem_errors(t: TLSConfig) -> list[FieldError]:
+    if t.termination not in ("edge", "reencrypt"):
+        return []
+    out: list[FieldError] = []
+    for name, value in _tls_fields(t).items():
+        if not value:
+            continue
+        path = join("spec.tls", name)
+        reason = tls.pem_parse_problem(value, path, expect="key" if name == "key" else "cert")
+        if reason:
+            out.append(invalid(path, REDACTED[name], reason))
+    return out
+
+
+def tls_errors(route: Route) -> list[FieldError]:
+    """API-level ``spec.tls`` rules: termination type, combinations, policy, PEM syntax."""
+    t = route.spec.tls
+    if t is None:
+        return []
+    return _termination_errors(t) + _insecure_policy_errors(t) + _pem_errors(t)
 
 
 def route_spec_errors(route: Route) -> list[FieldError]:
     """Every API-level problem in a Route's spec, in field order."""
-    out: list[FieldError] = []
-    out += host_errors(route)
-    if route.spec.subdomain:
-        out += [
-            invalid("spec.subdomain", route.spec.subdomain, r)
-            for r in names.dns1123_subdomain_errors(route.spec.subdomain)[:1]
-        ]
-    out += wildcard_errors(route)
-    out += path_errors(route)
-    out += _backend_errors(route.spec.to, "spec.to")
-    backends = route.spec.alternate_backends
-    if len(backends) > MAX_ALTERNATE_BACKENDS:
-        out.append(too_many("spec.alternateBackends", len(backends), MAX_ALTERNATE_BACKENDS))
-    for i, ref in enumerate(backends):
-        out += _backend_errors(ref, join("spec.alternateBackends", i))
-    out += _target_port_errors(route)
-    out += tls_errors(route)
-    return out
+    return (
+        host_errors(route)
+        + subdomain_errors(route)
+        + wildcard_errors(route)
+        + path_errors(route)
+        + backend_errors(route)
+        + target_port_errors(route)
+        + tls_errors(route)
+    )
 
 
 def extended_tls_errors(route: Route) -> list[FieldError]:
@@ -215,52 +247,9 @@ def extended_tls_errors(route: Route) -> list[FieldError]:
     if t is None:
         return []
     out = tls_errors(route)
-    if out or t.termination == "passthrough":
+    if out:
         return out
-
-    def bad(name: str, err: tls.CertificateError) -> FieldError:
-        return invalid(
-            err.field, _REDACTED.get(err.field.rsplit(".", 1)[-1], _REDACTED[name]), err.reason
-        )
-
-    roots = []
-    if t.ca_certificate:
-        try:
-            roots = tls.parse_certificates(t.ca_certificate, "spec.tls.caCertificate")
-            tls.check_signature_algorithms(roots, "spec.tls.caCertificate")
-        except tls.CertificateError as err:
-            out.append(bad("caCertificate", err))
-
-    if t.certificate:
-        try:
-            certs, embedded_key = tls.split_certificates_and_key(
-                t.certificate, "spec.tls.certificate"
-            )
-            if not certs:
-                raise tls.CertificateError("spec.tls.certificate", "no PEM certificate found")
-            tls.check_signature_algorithms(certs, "spec.tls.certificate")
-            if roots:
-                tls.verify_chain(certs[0], roots, certs[1:] + roots)
-            key = embedded_key
-            if t.key:
-                key = tls.parse_private_key(t.key, "spec.tls.key")
-            if key is None:
-                out.append(invalid("spec.tls.key", "", "no key specified"))
-            else:
-                tls.check_key_pair(certs[0], key, key_field="spec.tls.key")
-        except tls.CertificateError as err:
-            out.append(bad("certificate", err))
-    elif t.key:
-        try:
-            tls.parse_private_key(t.key, "spec.tls.key")
-        except tls.CertificateError as err:
-            out.append(bad("key", err))
-
-    if t.destination_ca_certificate:
-        field = "spec.tls.destinationCACertificate"
-        try:
-            dest = tls.parse_certificates(t.destination_ca_certificate, field)
-            tls.check_signature_algorithms(dest, field)
-        except tls.CertificateError as err:
-            out.append(bad("destinationCACertificate", err))
-    return out
+    return [
+        invalid(p.field, REDACTED.get(p.field.rsplit(".", 1)[-1], ""), p.reason)
+        for p in tls.route_tls_problems(t)
+    ]

@@ -23,9 +23,15 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, r
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import SignatureAlgorithmOID
 
+from shiftnet.api.route import TLSConfig
 from shiftnet.errors import ShiftnetError
 
 MAX_CHAIN_DEPTH = 10
+
+CERTIFICATE_FIELD = "spec.tls.certificate"
+KEY_FIELD = "spec.tls.key"
+CA_FIELD = "spec.tls.caCertificate"
+DESTINATION_CA_FIELD = "spec.tls.destinationCACertificate"
 
 _BLOCK_RE = re.compile(
     r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----",
@@ -298,3 +304,76 @@ def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
     except CertificateError as exc:
         return exc.reason
     return None
+
+
+def _certificate_and_key_problems(
+    t: TLSConfig, roots: list[x509.Certificate]
+) -> list[CertificateError]:
+    """The server certificate chains to ``roots`` (if any) and the key is its private half."""
+    out: list[CertificateError] = []
+    key: PrivateKeyTypes | None = None
+    if t.key:
+        try:
+            key = parse_private_key(t.key, KEY_FIELD)
+        except CertificateError as err:
+            out.append(err)
+    if not t.certificate:
+        return out
+    try:
+        certs, embedded_key = split_certificates_and_key(t.certificate, CERTIFICATE_FIELD)
+        if not certs:
+            raise CertificateError(CERTIFICATE_FIELD, "no PEM certificate found")
+        check_signature_algorithms(certs, CERTIFICATE_FIELD)
+        if roots:
+            verify_chain(certs[0], roots, certs[1:] + roots)
+    except CertificateError as err:
+        out.append(err)
+        return out
+    if out:  # the key field did not parse; nothing to match
+        return out
+    key = key or embedded_key
+    if key is None:
+        out.append(CertificateError(KEY_FIELD, "no key specified"))
+        return out
+    try:
+        check_key_pair(certs[0], key, key_field=KEY_FIELD)
+    except CertificateError as err:
+        out.append(err)
+    return out
+
+
+def route_tls_problems(t: TLSConfig) -> list[CertificateError]:
+    """Everything the router refuses in a Route's TLS material, in field order.
+
+    These are the checks behind a router's ``ExtendedValidationFailed``: each
+    PEM field parses, the key matches the certificate, the certificate chains
+    to ``caCertificate`` when one is given, and no CA-signed certificate uses
+    SHA1/MD5 (self-signed roots may). Validity dates are never checked.
+    Passthrough routes carry no material, so there is nothing to check.
+    """
+    if t.termination == "passthrough":
+        return []
+    out: list[CertificateError] = []
+    roots: list[x509.Certificate] = []
+    if t.ca_certificate:
+        try:
+            roots = parse_certificates(t.ca_certificate, CA_FIELD)
+            check_signature_algorithms(roots, CA_FIELD)
+        except CertificateError as err:
+            out.append(err)
+            roots = []
+    out += _certificate_and_key_problems(t, roots)
+    if t.destination_ca_certificate:
+        try:
+            dest = parse_certificates(t.destination_ca_certificate, DESTINATION_CA_FIELD)
+            check_signature_algorithms(dest, DESTINATION_CA_FIELD)
+        except CertificateError as err:
+            out.append(err)
+    return out
+
+
+def validate_route_tls(t: TLSConfig) -> str | None:
+    """The router admission's question: None when the TLS material is usable, else
+    one sentence naming the field (``spec.tls.key: private key does not match ...``)."""
+    problems = route_tls_problems(t)
+    return str(problems[0]) if problems else None
