@@ -42,7 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_HEAD = do_OPTIONS = _answer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import hashlib
 import os
 import signal
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from shiftnet.api import Endpoints, Namespace, Route, Service
+from shiftnet.client import Client
+from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.process import HAProxyProcess, fit_limits
-
+from shiftnet.store import open_store
+from tests.support.backends import Backend
 from tests.support.ports import free_port
 
 
@@ -118,7 +126,8 @@ def minimal_config(
         "  option http-server-close",
         "frontend public",
         f"  bind 127.0.0.1:{port}",
-        f"  http-request return status 200 content-type text/plain string {text} if {{ path /static }}",
+        "  http-request return status 200 content-type text/plain "
+        f"string {text} if {{ path /static }}",
         "  use_backend %[req.hdr(host),lower,map(hosts.map,be_pods)]",
         "backend be_pods",
         "  balance roundrobin",
@@ -140,7 +149,9 @@ def write_minimal(work_dir: Path, **kw: object) -> Path:
     return conf / "haproxy.cfg"
 
 
-def http_get(port: int, path: str = "/static", host: str = "x", ip: str = "127.0.0.1") -> tuple[int, str]:
+def http_get(
+    port: int, path: str = "/static", host: str = "x", ip: str = "127.0.0.1"
+) -> tuple[int, str]:
     """One plain HTTP/1.0 request with a fresh connection: (status, body)."""
     with socket.create_connection((ip, port), timeout=5) as s:
         s.sendall(f"GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
@@ -158,3 +169,209 @@ async def aget(port: int, path: str = "/static", host: str = "x") -> tuple[int, 
 
 def port() -> int:
     return free_port()
+
+
+# --------------------------------------------------------------------------
+# The whole router: store + Router + HAProxy on free ports, and a real client.
+
+
+@dataclasses.dataclass
+class Reply:
+    status: int
+    body: str
+    headers: dict[str, str]
+    cert_sha256: bytes | None = None
+
+    @property
+    def backend(self) -> str:
+        return self.headers.get("x-backend", "")
+
+
+def request(
+    port: int,
+    host: str,
+    path: str = "/",
+    *,
+    tls: bool = False,
+    sni: str | None = "",
+    headers: dict[str, str] | None = None,
+    timeout: float = 5.0,
+) -> Reply:
+    """One HTTP/1.1 request on a fresh connection (TLS with SNI ``sni``, default ``host``)."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    cert = None
+    try:
+        sock: socket.socket = raw
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            server_name = host if sni == "" else sni
+            sock = ctx.wrap_socket(raw, server_hostname=server_name)
+            der = sock.getpeercert(binary_form=True)
+            cert = hashlib.sha256(der).digest() if der else None
+        lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Connection: close"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        raw.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    head_lines = head.decode(errors="replace").split("\r\n")
+    status = int(head_lines[0].split(" ", 2)[1]) if head_lines and head_lines[0] else 0
+    hdrs = {}
+    for line in head_lines[1:]:
+        k, _, v = line.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return Reply(status, body.decode(errors="replace"), hdrs, cert)
+
+
+def sha256_of_pem(pem: str | bytes) -> bytes:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    data = pem.encode() if isinstance(pem, str) else pem
+    return x509.load_pem_x509_certificate(data).fingerprint(hashes.SHA256())
+
+
+def namespace(name: str, labels: dict[str, str] | None = None) -> Namespace:
+    return Namespace.model_validate({"metadata": {"name": name, "labels": labels or {}}})
+
+
+def service(ns: str, name: str, target_port: int = 8080) -> Service:
+    return Service.model_validate(
+        {
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "selector": {"app": name},
+                "ports": [{"name": "http", "port": 80, "targetPort": target_port}],
+            },
+        }
+    )
+
+
+def endpoints(ns: str, name: str, pods: list[Backend], not_ready: list[Backend] = ()) -> Endpoints:  # type: ignore[assignment]
+    """One subset per pod port (pods on one port share a subset)."""
+    by_port: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for b in pods:
+        by_port.setdefault(b.port, {"a": [], "n": []})["a"].append(_addr(ns, b))
+    for b in not_ready:
+        by_port.setdefault(b.port, {"a": [], "n": []})["n"].append(_addr(ns, b))
+    subsets = [
+        {"addresses": v["a"], "notReadyAddresses": v["n"], "ports": [{"name": "http", "port": p}]}
+        for p, v in sorted(by_port.items())
+    ]
+    return Endpoints.model_validate(
+        {"metadata": {"name": name, "namespace": ns}, "subsets": subsets}
+    )
+
+
+def _addr(ns: str, b: Backend) -> dict[str, Any]:
+    return {"ip": b.ip, "targetRef": {"kind": "Pod", "namespace": ns, "name": b.name}}
+
+
+def route(ns: str, name: str, host: str, svc: str, **spec: Any) -> Route:
+    body: dict[str, Any] = {"host": host, "to": {"kind": "Service", "name": svc}}
+    annotations = spec.pop("annotations", {})
+    body.update(spec)
+    return Route.model_validate(
+        {"metadata": {"name": name, "namespace": ns, "annotations": annotations}, "spec": body}
+    )
+
+
+class RouterEnv:
+    """A running router on free loopback ports with its store and a client."""
+
+    def __init__(self, tmp: Path, extra_env: dict[str, str] | None = None) -> None:
+        self.tmp = tmp
+        self.http_port, self.https_port, self.stats_port = free_port(), free_port(), free_port()
+        self.work_dir = tmp / "router-router"
+        self.store = open_store(f"sqlite:///{tmp}/state.db")
+        self.client = Client(self.store)
+        env = {
+            "ROUTER_SERVICE_HTTP_PORT": str(self.http_port),
+            "ROUTER_SERVICE_HTTPS_PORT": str(self.https_port),
+            "STATS_PORT": str(self.stats_port),
+            "ROUTER_BIND_ADDRESS": "127.0.0.1",
+            "RELOAD_INTERVAL": "0",
+            "ROUTER_WORK_DIR": str(self.work_dir),
+            "ROUTER_BACKEND_CHECK_INTERVAL": "200ms",
+            "SHIFTNET_HOME": str(tmp),
+            "HOME": str(tmp),
+        }
+        env.update(extra_env or {})
+        self.env = env
+        self.config = RouterConfig.from_env(env)
+        self.router: Any = None
+
+    async def start(self) -> RouterEnv:
+        from shiftnet.router import Router
+
+        self.router = Router(self.store, self.config)
+        await self.router.start()
+        return self
+
+    async def stop(self) -> None:
+        if self.router is not None:
+            await self.router.stop()
+        await self.store.close()
+
+    async def apply(self, *objs: Any) -> None:
+        """Create or replace objects (spec only; a replaced route keeps its status)."""
+        for obj in objs:
+            current = await self.client.try_get(
+                type(obj), obj.metadata.namespace, obj.metadata.name
+            )
+            if current is None:
+                await self.client.create(obj)
+            else:
+                obj.metadata.resource_version = current.metadata.resource_version
+                if isinstance(obj, Route):
+                    obj.status = current.status
+                await self.client.update(obj)
+
+    async def delete(self, cls: type, ns: str | None, name: str) -> None:
+        await self.client.delete(cls, ns, name)
+
+    async def get(self, host: str, path: str = "/", **kw: Any) -> Reply:
+        return await asyncio.to_thread(request, self.http_port, host, path, **kw)
+
+    async def get_tls(self, host: str, path: str = "/", **kw: Any) -> Reply:
+        return await asyncio.to_thread(request, self.https_port, host, path, tls=True, **kw)
+
+    async def eventually(self, probe: Any, timeout: float = 10.0) -> Any:
+        """Await ``probe()`` until it returns a truthy value; return it (or fail with the last)."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                last = await probe()
+            except (OSError, ssl.SSLError) as err:
+                last = err
+            if last and not isinstance(last, Exception):
+                return last
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"condition not reached in {timeout}s; last={last!r}")
+
+    async def ingress(self, ns: str, name: str) -> Any:
+        r = await self.client.get(Route, ns, name)
+        return next((e for e in r.status.ingress if e.router_name == self.config.name), None)
+
+
+@pytest.fixture
+async def router_env(tmp_path: Path) -> AsyncIterator[RouterEnv]:
+    env = RouterEnv(tmp_path)
+    with haproxy_cleanup(env.work_dir):
+        try:
+            await env.start()
+            yield env
+        finally:
+            await env.stop()

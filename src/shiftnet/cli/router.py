@@ -25,14 +25,24 @@ def register(subparsers: Any) -> None:
         "pod IPs. Flags override the OpenShift router's environment variables.",
     )
     # Also accepted after the sub-command (the global flags come before it).
-    p.add_argument("--store", default=argparse.SUPPRESS, metavar="URL",
-                   help="cluster store URL (same as the global --store)")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="debug logging and tracebacks (same as the global --debug)")
-    p.add_argument("--metrics-listen", metavar="ADDR:PORT",
-                   default=os.environ.get("ROUTER_METRICS_LISTEN") or None,
-                   help="serve Prometheus metrics on ADDR:PORT/metrics "
-                   "[ROUTER_METRICS_LISTEN] (default: off)")
+    p.add_argument(
+        "--store",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="cluster store URL (same as the global --store)",
+    )
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="debug logging and tracebacks (same as the global --debug)",
+    )
+    p.add_argument(
+        "--metrics-listen",
+        metavar="ADDR:PORT",
+        default=os.environ.get("ROUTER_METRICS_LISTEN") or None,
+        help="serve Prometheus metrics on ADDR:PORT/metrics [ROUTER_METRICS_LISTEN] (default: off)",
+    )
     add_router_flags(p)
     p.set_defaults(func=run)
 

@@ -27,6 +27,7 @@ from shiftnet.router import metrics
 from shiftnet.router.admission import AdmissionResult, admit, in_shard, route_key
 from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
+from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.process import fit_limits, log_limits_once
 from shiftnet.router.haproxy.runtime import RuntimeAPIError
@@ -37,7 +38,6 @@ from shiftnet.store.base import Store
 log = logging.getLogger(__name__)
 
 STATS_POLL_SECONDS = 10.0
-BACKENDS_INDEX = "backends.json"  # run/backends.json: route -> HAProxy backends (describe)
 
 
 class Router:
@@ -177,7 +177,9 @@ class Router:
                         await write_status(self.client, route, decision.ingress)
                 elif (
                     not route.metadata.deletion_timestamp
-                    and not in_shard(route, ns_by_name.get(route.metadata.namespace or ""), self.config)
+                    and not in_shard(
+                        route, ns_by_name.get(route.metadata.namespace or ""), self.config
+                    )
                     and any(e.router_name == self.config.name for e in route.status.ingress)
                 ):
                     await clear_status(self.client, route, self.config.name)

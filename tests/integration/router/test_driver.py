@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.support.backends import backends
+from tests.support.router import aget, haproxy_cleanup, minimal_config, port
 
 from shiftnet.router import metrics
 from shiftnet.router.haproxy.driver import HAProxyDriver, parse_servers, server_commands
-from tests.support.backends import backends
-from tests.support.router import aget, haproxy_cleanup, minimal_config, port
 
 pytestmark = pytest.mark.integration
 
@@ -59,12 +59,13 @@ async def test_structural_change_reloads_and_slot_overflow_counts_fallback(
     with backends("pod-a", "pod-b") as (a, b):
         await driver.apply(files(w, port=p, servers=[("s0", a.ip, a.port)]))
         await driver.flush()
-        before = metrics.REGISTRY.get_sample_value(
-            "shiftnet_router_runtime_fallbacks_total", {"reason": "server-slots"}
-        ) or 0
-        await driver.apply(
-            files(w, port=p, servers=[("s0", a.ip, a.port), ("s1", b.ip, b.port)])
+        before = (
+            metrics.REGISTRY.get_sample_value(
+                "shiftnet_router_runtime_fallbacks_total", {"reason": "server-slots"}
+            )
+            or 0
         )
+        await driver.apply(files(w, port=p, servers=[("s0", a.ip, a.port), ("s1", b.ip, b.port)]))
         await driver.flush()
         assert driver.fallbacks == 1 and driver.reloads == 1
         after = metrics.REGISTRY.get_sample_value(

@@ -6,22 +6,22 @@ import asyncio
 import os
 import signal
 import threading
+from pathlib import Path
 
 import pytest
+from tests.support.router import (
+    aget,
+    http_get,
+    kill_haproxy,
+    port,
+    write_minimal,
+)
 
 from shiftnet.router.haproxy.process import (
     ConfigCheckFailed,
     HAProxyProcess,
     ReloadFailed,
     fit_limits,
-)
-from tests.support.router import (
-    aget,
-    haproxy_process,  # noqa: F401  (fixture)
-    http_get,
-    kill_haproxy,
-    port,
-    write_minimal,
 )
 
 pytestmark = pytest.mark.integration
@@ -157,4 +157,5 @@ def test_cleanup_kills_by_pid(tmp_path) -> None:  # type: ignore[no-untyped-def]
     pid = asyncio.run(run())
     assert pid is not None
     kill_haproxy(tmp_path)
-    assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]
+    stat = Path(f"/proc/{pid}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z"

@@ -5,6 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests.support.backends import backends
+from tests.support.router import (
+    aget,
+    port,
+    write_minimal,
+)
 
 from shiftnet.router.haproxy.process import HAProxyProcess
 from shiftnet.router.haproxy.runtime import (
@@ -12,13 +18,6 @@ from shiftnet.router.haproxy.runtime import (
     RuntimeAPIError,
     parse_servers_state,
     parse_show_stat,
-)
-from tests.support.backends import backends
-from tests.support.router import (
-    aget,
-    haproxy_process,  # noqa: F401  (fixture)
-    port,
-    write_minimal,
 )
 
 pytestmark = pytest.mark.integration
@@ -56,9 +55,7 @@ async def test_spare_slot_filled_and_emptied_at_runtime(haproxy_process: HAProxy
 
 async def test_weights_at_runtime(haproxy_process: HAProxyProcess) -> None:
     with backends("pod-a", "pod-b") as (a, b):
-        p, api = await _start(
-            haproxy_process, servers=[("s0", a.ip, a.port), ("s1", b.ip, b.port)]
-        )
+        p, api = await _start(haproxy_process, servers=[("s0", a.ip, a.port), ("s1", b.ip, b.port)])
         await api.set_server_weight("be_pods", "s0", 0)
         seen = {(await aget(p, "/", "x"))[1].strip() for _ in range(6)}
         assert seen == {"pod-b"}

@@ -132,7 +132,9 @@ class HAProxyDriver:
     ) -> None:
         self.work_dir = Path(work_dir)
         self.process = (
-            HAProxyProcess(self.work_dir, binary=binary) if binary else HAProxyProcess(self.work_dir)
+            HAProxyProcess(self.work_dir, binary=binary)
+            if binary
+            else HAProxyProcess(self.work_dir)
         )
         self.staging_dir = self.work_dir / "staging"
         self.runtime = RuntimeAPI(self.process.run_dir / ADMIN_SOCKET)
@@ -263,8 +265,11 @@ class HAProxyDriver:
         self.last_error = err
         metrics.RELOAD_FAILURE.set(1)
         metrics.RELOAD_FAILURES.labels(reason=reason).inc()
-        log.error("haproxy configuration not applied; the last good one keeps serving "
-                  "reason=%s error=%s", reason, err)
+        log.error(
+            "haproxy configuration not applied; the last good one keeps serving reason=%s error=%s",
+            reason,
+            err,
+        )
 
     def clear_staging(self) -> None:
         shutil.rmtree(self.staging_dir, ignore_errors=True)

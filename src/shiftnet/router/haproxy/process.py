@@ -83,7 +83,9 @@ class ProcessLimits:
         return self.maxconn < self.requested_maxconn
 
 
-def fit_limits(requested_maxconn: int, nofile: int | None = None, cpus: int | None = None) -> ProcessLimits:
+def fit_limits(
+    requested_maxconn: int, nofile: int | None = None, cpus: int | None = None
+) -> ProcessLimits:
     """Size ``maxconn`` so HAProxy can raise its descriptor limit, and threads to the CPUs.
 
     HAProxy needs about two descriptors per connection plus a reserve; when it
@@ -283,7 +285,7 @@ class HAProxyProcess:
                 st = await self.status()
                 if st.workers:
                     return st
-            except (OSError, asyncio.TimeoutError, HAProxyError) as err:
+            except (TimeoutError, OSError, HAProxyError) as err:
                 last = err
             await asyncio.sleep(0.02)
         raise HAProxyError(f"HAProxy master at {self.master_socket} did not answer: {last!r}")
@@ -331,7 +333,9 @@ class HAProxyProcess:
         # its output is whatever HAProxy had to say while starting.
         out, _ = await proc.communicate()
         if proc.returncode != 0:
-            raise HAProxyError(f"HAProxy failed to start: {_first_alert(out.decode(errors='replace'))}")
+            raise HAProxyError(
+                f"HAProxy failed to start: {_first_alert(out.decode(errors='replace'))}"
+            )
         st = await self._wait_status(timeout=10.0)
         self.adopted = False
         log.info("haproxy started master_pid=%d workers=%s", st.master_pid, list(st.workers))
@@ -363,7 +367,7 @@ class HAProxyProcess:
                 await asyncio.sleep(0.01)
                 try:
                     st = await self.status()
-                except (OSError, asyncio.TimeoutError, HAProxyError):
+                except (TimeoutError, OSError, HAProxyError):
                     continue  # the master is re-executing itself
                 if st.reloads <= before.reloads:
                     continue
@@ -416,4 +420,3 @@ class HAProxyProcess:
             except HAProxyError as err:
                 log.error("haproxy restart failed error=%s", err)
                 await asyncio.sleep(self.restart_backoff)
-

@@ -12,10 +12,9 @@ nothing can smuggle a second command through ``;`` or a newline.
 
 from __future__ import annotations
 
-import asyncio
 import csv
-import ipaddress
 import io
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,7 +191,11 @@ def parse_servers_state(text: str) -> list[ServerState]:
 
 def _check_answer(command: str, answer: str) -> str:
     low = answer.strip().lower()
-    if any(r in low for r in _REFUSALS) and not low.startswith("ip changed") and "no need to change" not in low:
+    if (
+        any(r in low for r in _REFUSALS)
+        and not low.startswith("ip changed")
+        and "no need to change" not in low
+    ):
         raise RuntimeAPIError(f"HAProxy refused {command!r}: {answer.strip()[:300]}")
     return answer
 
@@ -209,8 +212,10 @@ class RuntimeAPI:
             raise RuntimeAPIError("a runtime API command is one line")
         try:
             return await unix_command(self.socket_path, command, self.timeout)
-        except (OSError, asyncio.TimeoutError) as err:
-            raise RuntimeAPIError(f"HAProxy runtime socket {self.socket_path} unreachable: {err}") from err
+        except (TimeoutError, OSError) as err:
+            raise RuntimeAPIError(
+                f"HAProxy runtime socket {self.socket_path} unreachable: {err}"
+            ) from err
 
     async def query(self, command: str) -> str:
         """Run a ``show`` command: data lines are not refusals, only a first-line error is."""
