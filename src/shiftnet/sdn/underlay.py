@@ -112,9 +112,9 @@ class Underlay:
         tags = {node_tag(self.node(i).name) for i in range(1, MAX_NODES + 1)}
         out = []
         for name in netns.listnetns():
-            if name.startswith(self.prefix + "-"):
-                out.append(name)
-            elif name.startswith("sn-pod-") and name.split("-")[2] in tags:
+            if name.startswith(self.prefix + "-") or (
+                name.startswith("sn-pod-") and name.split("-")[2] in tags
+            ):
                 out.append(name)
         return sorted(out)
 

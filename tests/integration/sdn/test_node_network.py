@@ -103,7 +103,7 @@ def attach(
 
 
 def test_pods_reach_each_other_on_one_node_and_across_vxlan(lab, servers) -> None:
-    under, nodes = lab
+    _under, nodes = lab
     subnets = {
         nodes[0].name: "10.1.0.0/24",
         nodes[1].name: "10.1.1.0/24",
@@ -152,7 +152,7 @@ def dump(ns: str) -> str:
 
 
 def test_apply_is_idempotent_repairs_drift_and_forgets_departed_nodes(lab, servers) -> None:
-    under, nodes = lab
+    _under, nodes = lab
     subnets = {
         nodes[0].name: "10.1.0.0/24",
         nodes[1].name: "10.1.1.0/24",
@@ -194,7 +194,7 @@ def test_pod_attach_is_idempotent_and_detach_removes_everything(lab) -> None:
     p = plans(nodes, {nodes[0].name: "10.1.0.0/24"})[nodes[0].name]
     d = NodeNetworkDriver(nodes[0].netns)
     d.apply(p)
-    ns, ip = attach(d, p, "a", 2)
+    ns, _ip = attach(d, p, "a", 2)
 
     def wiring() -> str:
         ports = sh(nodes[0].netns, "ip", "-o", "link", "show", "master", "br0")
