@@ -1,0 +1,239 @@
+"""Services + Endpoints -> the service table every proxy mode is built from.
+
+Pure: no I/O, no clocks. The same objects always give the same table, sorted,
+so renderers built on it produce byte-identical rulesets. A service that cannot
+be proxied (bad clusterIP, unsupported protocol) is left out and reported as a
+``Problem``; it never takes the other services down.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from shiftnet.api import Endpoints, Service
+
+PROTOCOLS = ("TCP", "UDP")
+DEFAULT_AFFINITY_TIMEOUT = 10800
+MAX_AFFINITY_TIMEOUT = 86400
+
+
+@dataclass(frozen=True, order=True)
+class Backend:
+    """One ready endpoint address and port."""
+
+    ip: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+
+@dataclass(frozen=True, order=True)
+class ServicePortName:
+    """Identity of one proxied port: ``namespace/name:port`` (port name may be empty)."""
+
+    namespace: str
+    name: str
+    port: str
+    protocol: str
+
+    def __str__(self) -> str:
+        base = f"{self.namespace}/{self.name}"
+        return f"{base}:{self.port}/{self.protocol}" if self.port else f"{base}/{self.protocol}"
+
+    @property
+    def service(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class ServiceEntry:
+    """What the proxy must do for one service port: its VIP and where to send it."""
+
+    id: ServicePortName
+    cluster_ip: str
+    port: int
+    protocol: str
+    backends: tuple[Backend, ...]
+    affinity: bool
+    affinity_timeout: int
+
+    @property
+    def vip(self) -> tuple[str, str, int]:
+        return (self.cluster_ip, self.protocol, self.port)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why one service (or one of its ports) is not proxied."""
+
+    namespace: str
+    name: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return (
+            f'Service "{self.namespace}/{self.name}" is not proxied: {self.field}: {self.message}'
+        )
+
+
+@dataclass(frozen=True)
+class ServiceTable:
+    """Every proxied service port, keyed and sorted by ``ServicePortName``."""
+
+    entries: Mapping[ServicePortName, ServiceEntry] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+
+    def sorted_entries(self) -> list[ServiceEntry]:
+        return [self.entries[k] for k in sorted(self.entries)]
+
+    def for_service(self, namespace: str, name: str) -> list[ServiceEntry]:
+        return [e for k, e in sorted(self.entries.items()) if k.service == (namespace, name)]
+
+
+@dataclass(frozen=True)
+class TableDiff:
+    """Service ports added, removed and changed between two tables."""
+
+    added: tuple[ServiceEntry, ...]
+    removed: tuple[ServiceEntry, ...]
+    changed: tuple[tuple[ServiceEntry, ServiceEntry], ...]  # (old, new)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+def _ready_backends(
+    endpoints: Endpoints | None, port_name: str, protocol: str
+) -> tuple[Backend, ...]:
+    """Ready addresses x the endpoint port whose name (and protocol) match the service port."""
+    if endpoints is None:
+        return ()
+    found: set[Backend] = set()
+    for subset in endpoints.subsets:
+        for ep_port in subset.ports:
+            if (ep_port.name or "") != port_name or ep_port.protocol.upper() != protocol:
+                continue
+            if not 0 < ep_port.port < 65536:
+                continue
+            for addr in subset.addresses:
+                try:
+                    ip = ipaddress.ip_address(addr.ip)
+                except ValueError:
+                    continue
+                if ip.version == 4:
+                    found.add(Backend(str(ip), ep_port.port))
+    return tuple(sorted(found))
+
+
+def service_entries(
+    service: Service, endpoints: Endpoints | None
+) -> tuple[list[ServiceEntry], list[Problem]]:
+    """The entries of one Service (one per port), and why any part of it is skipped."""
+    ns, name = service.metadata.namespace or "default", service.metadata.name
+    spec = service.spec
+    problems: list[Problem] = []
+    if spec.type == "ExternalName" or spec.cluster_ip in (None, "", "None"):
+        return [], []  # headless / ExternalName / not yet allocated: nothing to proxy
+    try:
+        vip = ipaddress.ip_address(spec.cluster_ip)
+    except ValueError:
+        return [], [
+            Problem(ns, name, "spec.clusterIP", f"{spec.cluster_ip!r} is not an IP address")
+        ]
+    if vip.version != 4:
+        return [], [
+            Problem(ns, name, "spec.clusterIP", f"{spec.cluster_ip} is not an IPv4 address")
+        ]
+    affinity = spec.session_affinity == "ClientIP"
+    timeout = spec.affinity_timeout
+    if affinity and not 0 < timeout <= MAX_AFFINITY_TIMEOUT:
+        problems.append(
+            Problem(
+                ns,
+                name,
+                "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                f"{timeout} is not in 1..{MAX_AFFINITY_TIMEOUT}",
+            )
+        )
+        return [], problems
+    entries: list[ServiceEntry] = []
+    for i, port in enumerate(spec.ports):
+        proto = port.protocol.upper()
+        path = f"spec.ports[{i}]"
+        if proto not in PROTOCOLS:
+            problems.append(
+                Problem(ns, name, f"{path}.protocol", f"{port.protocol!r} is not TCP or UDP")
+            )
+            continue
+        if not 0 < port.port < 65536:
+            problems.append(Problem(ns, name, f"{path}.port", f"{port.port} is not in 1..65535"))
+            continue
+        port_name = port.name or ""
+        entries.append(
+            ServiceEntry(
+                id=ServicePortName(ns, name, port_name, proto),
+                cluster_ip=str(vip),
+                port=port.port,
+                protocol=proto,
+                backends=_ready_backends(endpoints, port_name, proto),
+                affinity=affinity,
+                affinity_timeout=timeout if affinity else DEFAULT_AFFINITY_TIMEOUT,
+            )
+        )
+    return entries, problems
+
+
+def build_service_table(
+    services: Iterable[Service], endpoints: Iterable[Endpoints]
+) -> ServiceTable:
+    """The whole table. Two service ports claiming one VIP: the first by name wins."""
+    eps = {(e.metadata.namespace or "default", e.metadata.name): e for e in endpoints}
+    ordered = sorted(services, key=lambda s: (s.metadata.namespace or "default", s.metadata.name))
+    return merge_entries(
+        service_entries(s, eps.get((s.metadata.namespace or "default", s.metadata.name)))
+        for s in ordered
+    )
+
+
+def merge_entries(
+    per_service: Iterable[tuple[list[ServiceEntry], list[Problem]]],
+) -> ServiceTable:
+    """Join per-service results into a table, refusing a second claim on one VIP."""
+    entries: dict[ServicePortName, ServiceEntry] = {}
+    owner: dict[tuple[str, str, int], ServicePortName] = {}
+    problems: list[Problem] = []
+    for svc_entries, svc_problems in per_service:
+        problems.extend(svc_problems)
+        for entry in svc_entries:
+            holder = owner.get(entry.vip)
+            if holder is not None and holder != entry.id:
+                problems.append(
+                    Problem(
+                        entry.id.namespace,
+                        entry.id.name,
+                        "spec.clusterIP",
+                        f"{entry.cluster_ip}:{entry.port}/{entry.protocol} is already used by {holder}",
+                    )
+                )
+                continue
+            owner[entry.vip] = entry.id
+            entries[entry.id] = entry
+    problems.sort(key=lambda p: (p.namespace, p.name, p.field))
+    return ServiceTable(dict(sorted(entries.items())), tuple(problems))
+
+
+def diff_tables(old: ServiceTable, new: ServiceTable) -> TableDiff:
+    """What changed, sorted by service port name."""
+    added = tuple(new.entries[k] for k in sorted(new.entries.keys() - old.entries.keys()))
+    removed = tuple(old.entries[k] for k in sorted(old.entries.keys() - new.entries.keys()))
+    changed = tuple(
+        (old.entries[k], new.entries[k])
+        for k in sorted(old.entries.keys() & new.entries.keys())
+        if old.entries[k] != new.entries[k]
+    )
+    return TableDiff(added, removed, changed)

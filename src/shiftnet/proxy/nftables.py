@@ -1,0 +1,343 @@
+"""Render the service table as an nftables ruleset in its own table (pure).
+
+Layout (one ``ip`` table, default ``shiftnet-proxy``), chosen so that the
+number of kernel objects does not grow with the number of services:
+
+* map ``service-ips``: ``ip daddr . meta l4proto . th dport`` -> verdict, so
+  finding a service is one hash lookup whatever the number of services;
+* map ``service-endpoints``: ``vip . proto . port . index`` -> ``endpoint . port``;
+  a shared chain ``spread-N`` (one per endpoint count N) does
+  ``dnat to ip daddr . meta l4proto . th dport . numgen random mod N map @service-endpoints``;
+* map ``no-endpoint-services``: the same key -> ``goto reject-service`` for
+  services with no ready endpoint (filter hooks, before NAT);
+* ClientIP affinity services get their own ``svc-<hash>`` chain: lookups in
+  per-endpoint dynamic sets with a timeout (``ip saddr @aff-<hash> goto
+  sep-<hash>``), then a ``numgen`` cascade; each ``sep-<hash>`` chain updates
+  its set and DNATs;
+* ``mark-for-masquerade`` + ``postrouting``: masquerade marked packets.
+
+Why not one chain per endpoint with an anonymous ``numgen ... vmap``: each
+anonymous set costs the kernel a scan of all sets of the table when it is
+named, so 10,000 of them take minutes to load (measured, docs/proxy.md).
+
+Each service is described by :class:`NftService`. A full sync writes the whole
+table in one transaction that first deletes it; an update diffs the old and
+new descriptions of only the changed services and writes the minimal element,
+chain and set commands, again as one transaction.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from shiftnet.errors import InvalidInput
+from shiftnet.proxy.model import ServiceEntry, ServiceTable, TableDiff
+from shiftnet.proxy.names import affinity_hash, endpoint_hash, service_hash
+
+MASQ_MARK = 0x4000
+SERVICE_MAP = "service-ips"
+ENDPOINTS_MAPS = {"tcp": "endpoints-tcp", "udp": "endpoints-udp"}
+NO_ENDPOINTS_MAP = "no-endpoint-services"
+SPREADS = ("random", "roundrobin")
+
+_COMMENT_RE = re.compile(r"^[A-Za-z0-9._/:-]{1,128}$")
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+
+
+def nft_value(kind: str, value: object) -> str:
+    """The one gate for values rendered into nft syntax: validates and formats.
+
+    kinds: ``ipv4``, ``cidr``, ``port``, ``proto``, ``timeout``, ``comment``
+    (rendered quoted), ``name`` (a table name from configuration).
+    """
+    text = str(value)
+    if kind == "ipv4":
+        try:
+            return str(ipaddress.IPv4Address(text))
+        except ValueError:
+            raise InvalidInput(f"nftables: {text!r} is not an IPv4 address") from None
+    if kind == "cidr":
+        try:
+            return str(ipaddress.IPv4Network(text, strict=False))
+        except ValueError:
+            raise InvalidInput(f"nftables: {text!r} is not an IPv4 CIDR") from None
+    if kind == "port":
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
+            return str(value)
+        raise InvalidInput(f"nftables: {text!r} is not a port number")
+    if kind == "proto":
+        if text.upper() in ("TCP", "UDP"):
+            return text.lower()
+        raise InvalidInput(f"nftables: {text!r} is not tcp or udp")
+    if kind == "timeout":
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return f"{value}s"
+        raise InvalidInput(f"nftables: {text!r} is not a positive number of seconds")
+    if kind == "comment":
+        if _COMMENT_RE.match(text):
+            return f'"{text}"'
+        raise InvalidInput(f"nftables: comment {text!r} has characters outside [A-Za-z0-9._/:-]")
+    if kind == "name":
+        if _NAME_RE.match(text):
+            return text
+        raise InvalidInput(f"nftables: {text!r} is not a valid table name")
+    raise InvalidInput(f"nftables: unknown value kind {kind!r}")
+
+
+@dataclass(frozen=True)
+class NftConfig:
+    table: str = "shiftnet-proxy"
+    spread: str = "random"  # or "roundrobin" (numgen inc)
+    cluster_cidr: str | None = None  # mark for masquerade traffic from outside it
+    masquerade_all: bool = False
+
+    def __post_init__(self) -> None:
+        nft_value("name", self.table)
+        if self.spread not in SPREADS:
+            raise InvalidInput(
+                f"nftables: spread {self.spread!r} is not one of {', '.join(SPREADS)}"
+            )
+        if self.cluster_cidr is not None:
+            nft_value("cidr", self.cluster_cidr)
+
+
+@dataclass(frozen=True)
+class NftService:
+    """Everything one service port owns in the table."""
+
+    element_map: str
+    element: str  # "key : verdict"
+    endpoint_map: str = ""  # endpoints-tcp or endpoints-udp
+    endpoint_elements: tuple[str, ...] = ()  # "vip . port . i : ip . port"
+    chains: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> rules
+    sets: dict[str, str] = field(default_factory=dict)  # name -> body
+    spread: int = 0  # N of the shared spread-N chain it uses (0: none)
+
+    @property
+    def element_key(self) -> str:
+        return self.element.split(" : ", 1)[0]
+
+
+def _key(entry: ServiceEntry) -> str:
+    ip = nft_value("ipv4", entry.cluster_ip)
+    return f"{ip} . {nft_value('proto', entry.protocol)} . {nft_value('port', entry.port)}"
+
+
+def _masquerade_rule(config: NftConfig) -> list[str]:
+    if config.masquerade_all:
+        return ["jump mark-for-masquerade"]
+    if config.cluster_cidr:
+        return [f"ip saddr != {nft_value('cidr', config.cluster_cidr)} jump mark-for-masquerade"]
+    return []
+
+
+def _dnat_by_index(gen: str, n: int) -> list[str]:
+    return [
+        f"meta l4proto {p} dnat ip to ip daddr . {p} dport . numgen {gen} mod {n} map @{m}"
+        for p, m in sorted(ENDPOINTS_MAPS.items())
+    ]
+
+
+def spread_chain(n: int, config: NftConfig) -> tuple[str, tuple[str, ...]]:
+    """The shared chain for every non-affinity service with ``n`` endpoints."""
+    return f"spread-{n}", tuple(_masquerade_rule(config) + _dnat_by_index("random", n))
+
+
+def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
+    """The map elements, chains and sets of one service port."""
+    key = _key(entry)
+    if not entry.backends:
+        return NftService(NO_ENDPOINTS_MAP, f"{key} : goto reject-service")
+    n = len(entry.backends)
+    targets = [f"{nft_value('ipv4', b.ip)} . {nft_value('port', b.port)}" for b in entry.backends]
+    comment = f"comment {nft_value('comment', str(entry.id))}"
+    svc = f"svc-{service_hash(entry)}"
+    if not entry.affinity:
+        proto = nft_value("proto", entry.protocol)
+        vip = f"{nft_value('ipv4', entry.cluster_ip)} . {nft_value('port', entry.port)}"
+        emap = ENDPOINTS_MAPS[proto]
+        elements = tuple(f"{vip} . {i} : {t}" for i, t in enumerate(targets))
+        if config.spread == "random":
+            element = f"{key} : goto spread-{n}"
+            return NftService(SERVICE_MAP, element, emap, elements, spread=n)
+        rules = (comment, *_masquerade_rule(config), *_dnat_by_index("inc", n))
+        return NftService(SERVICE_MAP, f"{key} : goto {svc}", emap, elements, {svc: rules})
+    chains: dict[str, tuple[str, ...]] = {}
+    sets: dict[str, str] = {}
+    svc_rules: list[str] = [comment, *_masquerade_rule(config)]
+    seps: list[str] = []
+    timeout = nft_value("timeout", entry.affinity_timeout)
+    proto = nft_value("proto", entry.protocol)
+    for backend, target in zip(entry.backends, targets, strict=True):
+        sep = f"sep-{endpoint_hash(entry, backend)}"
+        aff = f"aff-{affinity_hash(entry, backend)}"
+        seps.append(sep)
+        sets[aff] = f"type ipv4_addr; flags dynamic,timeout; timeout {timeout};"
+        svc_rules.append(f"ip saddr @{aff} goto {sep}")
+        chains[sep] = (
+            f"update @{aff} {{ ip saddr }}",
+            f"meta l4proto {proto} dnat ip to {target.replace(' . ', ':')}",
+        )
+    gen = "inc" if config.spread == "roundrobin" else "random"
+    for i, sep in enumerate(seps[:-1]):
+        svc_rules.append(f"numgen {gen} mod {n - i} == 0 goto {sep}")
+    svc_rules.append(f"goto {seps[-1]}")
+    chains[svc] = tuple(svc_rules)
+    return NftService(SERVICE_MAP, f"{key} : goto {svc}", "", (), chains, sets)
+
+
+def _base(config: NftConfig) -> list[str]:
+    mark = f"0x{MASQ_MARK:x}"
+    key = "ip daddr . meta l4proto . th dport"
+    return [
+        "\tchain prerouting {",
+        "\t\ttype nat hook prerouting priority -100; policy accept;",
+        "\t\tjump services",
+        "\t}",
+        "\tchain output {",
+        "\t\ttype nat hook output priority -100; policy accept;",
+        "\t\tjump services",
+        "\t}",
+        "\tchain postrouting {",
+        "\t\ttype nat hook postrouting priority 100; policy accept;",
+        f"\t\tmeta mark & {mark} == 0 return",
+        f"\t\tmeta mark set meta mark ^ {mark}",
+        "\t\tmasquerade fully-random",
+        "\t}",
+        "\tchain filter-forward {",
+        "\t\ttype filter hook forward priority -110; policy accept;",
+        f"\t\tct state new {key} vmap @{NO_ENDPOINTS_MAP}",
+        "\t}",
+        "\tchain filter-output {",
+        "\t\ttype filter hook output priority -110; policy accept;",
+        f"\t\tct state new {key} vmap @{NO_ENDPOINTS_MAP}",
+        "\t}",
+        "\tchain services {",
+        f"\t\t{key} vmap @{SERVICE_MAP}",
+        "\t}",
+        "\tchain mark-for-masquerade {",
+        f"\t\tmeta mark set meta mark | {mark}",
+        "\t}",
+        "\tchain reject-service {",
+        "\t\treject",
+        "\t}",
+    ]
+
+
+def _map(name: str, head: str, elements: Sequence[str]) -> list[str]:
+    lines = [f"\tmap {name} {{", f"\t\t{head}"]
+    if elements:
+        lines.append("\t\telements = { " + ",\n\t\t\t".join(elements) + " }")
+    lines.append("\t}")
+    return lines
+
+
+def _chain(name: str, rules: Iterable[str]) -> list[str]:
+    return [f"\tchain {name} {{", *(f"\t\t{rule}" for rule in rules), "\t}"]
+
+
+VERDICT_MAP = "type ipv4_addr . inet_proto . inet_service : verdict"
+
+
+def _endpoints_type(proto: str) -> str:
+    return f"typeof ip daddr . {proto} dport . numgen random mod 1 : ip daddr . {proto} dport"
+
+
+def render_full(table: ServiceTable, config: NftConfig) -> str:
+    """The whole table, replacing any previous one in the same transaction."""
+    name = nft_value("name", config.table)
+    described = [describe(e, config) for e in table.sorted_entries()]
+    out = [f"add table ip {name}", f"delete table ip {name}", f"table ip {name} {{"]
+    by_map: dict[str, list[str]] = {SERVICE_MAP: [], NO_ENDPOINTS_MAP: []}
+    for d in described:
+        by_map[d.element_map].append(d.element)
+    out += _map(SERVICE_MAP, VERDICT_MAP, by_map[SERVICE_MAP])
+    out += _map(NO_ENDPOINTS_MAP, VERDICT_MAP, by_map[NO_ENDPOINTS_MAP])
+    for proto, emap in sorted(ENDPOINTS_MAPS.items()):
+        elements = [x for d in described if d.endpoint_map == emap for x in d.endpoint_elements]
+        out += _map(emap, _endpoints_type(proto), elements)
+    for d in described:
+        for set_name, body in sorted(d.sets.items()):
+            out.append(f"\tset {set_name} {{ {body} }}")
+    out += _base(config)
+    for n in sorted({d.spread for d in described if d.spread}):
+        out += _chain(*spread_chain(n, config))
+    for d in described:
+        for chain, rules in sorted(d.chains.items()):
+            out += _chain(chain, rules)
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def render_update(
+    changes: Iterable[tuple[NftService | None, NftService | None]], config: NftConfig
+) -> str:
+    """Commands turning each old description into its new one, as one transaction.
+
+    Phases run across all services so that one service may take over a key or
+    name another gives up: delete elements, flush changed chains, delete stale
+    chains and sets, add sets and chains, add rules, add elements.
+    """
+    t = f"ip {nft_value('name', config.table)}"
+    pairs = list(changes)
+    empty = NftService("", "")
+    phases: list[list[str]] = [[] for _ in range(7)]
+    spreads: set[int] = set()
+    for old_d, new_d in pairs:
+        old = old_d or empty
+        new = new_d or empty
+        if old.element and (old.element != new.element or old.element_map != new.element_map):
+            phases[0].append(f"delete element {t} {old.element_map} {{ {old.element_key} }}")
+        same_map = old.endpoint_map == new.endpoint_map
+        kept = set(new.endpoint_elements) if same_map else set()
+        stale = sorted(set(old.endpoint_elements) - kept)
+        if stale:
+            keys = ", ".join(e.split(" : ", 1)[0] for e in stale)
+            phases[0].append(f"delete element {t} {old.endpoint_map} {{ {keys} }}")
+        had = set(old.endpoint_elements) if same_map else set()
+        fresh = sorted(set(new.endpoint_elements) - had)
+        if fresh:
+            phases[6].append(f"add element {t} {new.endpoint_map} {{ {', '.join(fresh)} }}")
+        if new.spread and new.spread != old.spread:
+            spreads.add(new.spread)
+        for chain, rules in sorted(old.chains.items()):
+            if new.chains.get(chain) != rules:
+                phases[1].append(f"flush chain {t} {chain}")
+            if chain not in new.chains:
+                phases[2].append(f"delete chain {t} {chain}")
+        for set_name in sorted(old.sets.keys() - new.sets.keys()):
+            phases[3].append(f"delete set {t} {set_name}")
+        for set_name in sorted(new.sets.keys() - old.sets.keys()):
+            phases[4].append(f"add set {t} {set_name} {{ {new.sets[set_name]} }}")
+        for chain, rules in sorted(new.chains.items()):
+            if old.chains.get(chain) == rules:
+                continue
+            if chain not in old.chains:
+                comment = next((r for r in rules if r.startswith("comment ")), None)
+                body = f" {{ {comment}; }}" if comment else ""
+                phases[4].append(f"add chain {t} {chain}{body}")
+            for rule in rules:
+                if rule.startswith("comment "):
+                    continue  # a chain comment is set when the chain is added
+                phases[5].append(f"add rule {t} {chain} {rule}")
+        if new.element and (old.element != new.element or old.element_map != new.element_map):
+            phases[6].append(f"add element {t} {new.element_map} {{ {new.element} }}")
+    for n in sorted(spreads):  # shared chains: (re)written idempotently, never deleted here
+        chain, rules = spread_chain(n, config)
+        phases[4] += [f"add chain {t} {chain}", f"flush chain {t} {chain}"]
+        phases[5] += [f"add rule {t} {chain} {rule}" for rule in rules]
+    return "".join(line + "\n" for phase in phases for line in phase)
+
+
+def update_pairs(
+    diff: TableDiff, config: NftConfig
+) -> list[tuple[NftService | None, NftService | None]]:
+    """(old, new) descriptions for every service port the diff touches."""
+    pairs: list[tuple[NftService | None, NftService | None]] = []
+    pairs += [(describe(e, config), None) for e in diff.removed]
+    pairs += [(describe(o, config), describe(n, config)) for o, n in diff.changed]
+    pairs += [(None, describe(e, config)) for e in diff.added]
+    return pairs

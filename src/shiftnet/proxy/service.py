@@ -1,0 +1,122 @@
+"""ServiceProxy: the library entry of the service proxy (what `shiftnet proxy` runs).
+
+Watches Services and Endpoints through informers, marks changed services in a
+:class:`ProxyChanges`, and lets a :class:`CoalescingRunner` turn any burst of
+events into one sync of the chosen mode's driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from shiftnet.api import Endpoints, Service
+from shiftnet.errors import ConfigError
+from shiftnet.informer import Informers
+from shiftnet.proxy.changes import ProxyChanges
+from shiftnet.proxy.kernel import KernelConfig, KernelProxier
+from shiftnet.proxy.model import ServiceTable
+from shiftnet.proxy.userspace import UserspaceConfig, UserspaceProxier
+from shiftnet.runner import CoalescingRunner
+from shiftnet.store.base import Store
+
+log = logging.getLogger(__name__)
+
+MODES = ("userspace", "iptables", "nftables")
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    mode: str = "userspace"
+    min_sync_interval: float = 0.1
+    resync_interval: float | None = 60.0
+    userspace: UserspaceConfig = field(default_factory=UserspaceConfig)
+    kernel: KernelConfig = field(default_factory=KernelConfig)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"proxy mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.mode != "userspace" and self.kernel.mode != self.mode:
+            object.__setattr__(self, "kernel", replace(self.kernel, mode=self.mode))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ProxyConfig:
+        """Flags win over environment (SHIFTNET_PROXY_MODE, ..._NETNS) over defaults."""
+        env = os.environ if env is None else env
+        mode = overrides.pop("mode", None) or env.get("SHIFTNET_PROXY_MODE") or "userspace"
+        kernel = dict(overrides.pop("kernel", {}))
+        if "netns" not in kernel and env.get("SHIFTNET_PROXY_NETNS"):
+            kernel["netns"] = env["SHIFTNET_PROXY_NETNS"]
+        kernel["mode"] = mode if mode != "userspace" else "nftables"
+        return cls(mode=mode, kernel=KernelConfig(**kernel), **overrides)
+
+
+class ServiceProxy:
+    """Start/stop the service proxy against a store (or a shared Informers)."""
+
+    def __init__(
+        self, store: Store, config: ProxyConfig | None = None, informers: Informers | None = None
+    ) -> None:
+        self.config = config or ProxyConfig()
+        self.informers = informers or Informers(store)
+        self._own_informers = informers is None
+        self.services = self.informers.informer(Service)
+        self.endpoints = self.informers.informer(Endpoints)
+        self.changes = ProxyChanges()
+        self.userspace: UserspaceProxier | None = None
+        self.kernel: KernelProxier | None = None
+        if self.config.mode == "userspace":
+            self.userspace = UserspaceProxier(self.config.userspace)
+        else:
+            self.kernel = KernelProxier(self.config.kernel)
+        self.runner = CoalescingRunner(
+            self.sync,
+            min_interval=self.config.min_sync_interval,
+            max_interval=self.config.resync_interval,
+            name=f"proxy-{self.config.mode}",
+        )
+        self.services.add_handler(self._on_event)
+        self.endpoints.add_handler(self._on_event)
+        self.syncs = 0
+
+    @property
+    def table(self) -> ServiceTable:
+        return self.changes.table
+
+    def _on_event(self, etype: str, old: Any, new: Any) -> None:
+        obj = new or old
+        self.changes.mark(obj.metadata.namespace, obj.metadata.name)
+        self.runner.kick()
+
+    async def sync(self) -> None:
+        """Bring the driver in line with the informers' caches (the runner calls this)."""
+        full = self.kernel is not None and not self.kernel.in_sync
+        table, diff = self.changes.take(self.services.get, self.endpoints.get)
+        for problem in table.problems:
+            log.warning("%s", problem)
+        if self.userspace is not None:
+            await self.userspace.sync(table)
+        elif self.kernel is not None:
+            await self.kernel.sync(table, None if full else diff)
+        self.syncs += 1
+
+    async def start(self) -> None:
+        """Sync once (errors reported, not fatal), then follow changes."""
+        if self._own_informers:
+            await self.informers.start()
+        else:
+            await self.informers.start()  # idempotent: starts our informers if not yet
+        await self.runner.flush()
+        await self.runner.start()
+
+    async def stop(self, cleanup: bool = False) -> None:
+        await self.runner.stop()
+        if self._own_informers:
+            await self.informers.stop()
+        if self.userspace is not None:
+            await self.userspace.stop()
+        if self.kernel is not None and cleanup:
+            await self.kernel.cleanup()

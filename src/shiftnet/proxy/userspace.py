@@ -1,0 +1,379 @@
+"""User-space mode: an asyncio listener per service port on its ClusterIP:port.
+
+TCP: accept, pick an endpoint (round robin, ClientIP affinity), connect; a
+failed connect is retried on the next endpoint, so a dead pod costs the client
+nothing as long as one endpoint answers. Bytes are relayed by two
+``asyncio.Protocol`` halves with flow control (no per-chunk task or copy).
+
+UDP: one backend socket per client address, closed after ``udp_idle_timeout``
+without traffic; replies are relayed back from the service address.
+
+Endpoint changes only update the balancer: established connections keep their
+sockets. A removed service closes its listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+from prometheus_client import Counter
+
+from shiftnet.proxy.balancer import Balancer
+from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable
+
+log = logging.getLogger(__name__)
+
+CONNECT_ERRORS = Counter(
+    "shiftnet_proxy_userspace_connect_failures_total",
+    "Connects to an endpoint that failed (each is retried on the next endpoint)",
+)
+CLIENT_FAILURES = Counter(
+    "shiftnet_proxy_userspace_client_failures_total",
+    "Client connections closed because no endpoint could be reached",
+)
+
+HIGH_WATER = 256 * 1024
+
+
+@dataclass(frozen=True)
+class UserspaceConfig:
+    connect_timeout: float = 2.0
+    udp_idle_timeout: float = 30.0
+    bind_override: str | None = None  # listen here instead of the ClusterIP (tests, debugging)
+
+
+# ------------------------------------------------------------------ TCP relay
+
+
+class _Half(asyncio.Protocol):
+    """One side of a relayed connection; writes what it reads to its peer."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.peer: _Half | None = None
+        self.pending: list[bytes] = []
+        self.eof = False
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=HIGH_WATER)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        peer = self.peer
+        if peer is None or peer.transport is None:
+            self.pending.append(data)
+            return
+        peer.transport.write(data)
+
+    def eof_received(self) -> bool:
+        peer = self.peer
+        if peer is None or peer.transport is None:
+            self.eof = True
+            return True
+        if peer.transport.can_write_eof() and not peer.transport.is_closing():
+            peer.transport.write_eof()
+        return True  # keep our write side open: half-close
+
+    def pause_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            with contextlib.suppress(RuntimeError):
+                self.peer.transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.close()
+
+    def attach(self, peer: _Half) -> None:
+        """Pair with ``peer`` and flush what arrived before it existed."""
+        self.peer = peer
+        assert peer.transport is not None
+        for chunk in self.pending:
+            peer.transport.write(chunk)
+        self.pending.clear()
+        if self.eof and peer.transport.can_write_eof():
+            peer.transport.write_eof()
+
+
+class _ClientSide(_Half):
+    def __init__(self, service: TCPService) -> None:
+        super().__init__()
+        self.service = service
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.service.connections.add(self)
+        asyncio.get_running_loop().create_task(self.service.connect(self))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.service.connections.discard(self)
+        super().connection_lost(exc)
+
+
+class TCPService:
+    """The listener of one TCP service port and its balancer."""
+
+    def __init__(self, entry: ServiceEntry, config: UserspaceConfig) -> None:
+        self.entry = entry
+        self.config = config
+        self.balancer = Balancer(entry.backends, entry.affinity, entry.affinity_timeout)
+        self.server: asyncio.AbstractServer | None = None
+        self.connections: set[_ClientSide] = set()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        host = self.config.bind_override or self.entry.cluster_ip
+        self.server = await loop.create_server(
+            lambda: _ClientSide(self), host, self.entry.port, reuse_address=True, backlog=1024
+        )
+
+    def update(self, entry: ServiceEntry) -> None:
+        self.entry = entry
+        self.balancer.update(entry.backends, entry.affinity, entry.affinity_timeout)
+
+    async def connect(self, client: _ClientSide) -> None:
+        """Connect ``client`` to an endpoint, trying each one at most once."""
+        assert client.transport is not None
+        peer = client.transport.get_extra_info("peername")
+        client_ip = peer[0] if peer else ""
+        loop = asyncio.get_running_loop()
+        client.transport.pause_reading()  # nothing to relay to yet: let TCP hold the bytes
+        now = time.monotonic()
+        backend = self.balancer.pick(client_ip, now)
+        tried: set[Backend] = set()
+        while backend is not None and not client.closed:
+            try:
+                _, half = await asyncio.wait_for(
+                    loop.create_connection(_Half, backend.ip, backend.port),
+                    self.config.connect_timeout,
+                )
+            except (OSError, TimeoutError) as exc:
+                CONNECT_ERRORS.inc()
+                log.info(
+                    "endpoint connect failed service=%s endpoint=%s error=%s",
+                    self.entry.id,
+                    backend,
+                    exc.__class__.__name__,
+                )
+                tried.add(backend)
+                backend = self._next_untried(client_ip, backend, tried)
+                continue
+            if client.closed:
+                assert half.transport is not None
+                half.transport.close()
+                return
+            half.attach(client)
+            client.attach(half)
+            client.transport.resume_reading()
+            return
+        if not client.closed:
+            CLIENT_FAILURES.inc()
+            log.warning("no endpoint reachable service=%s tried=%d", self.entry.id, len(tried))
+            client.transport.close()
+
+    def _next_untried(self, client_ip: str, failed: Backend, tried: set[Backend]) -> Backend | None:
+        for _ in range(len(self.balancer.backends)):
+            candidate = self.balancer.retry(client_ip, failed, time.monotonic())
+            if candidate not in tried:
+                return candidate
+        return None
+
+    async def close(self) -> None:
+        """Stop accepting; connections already relayed keep going."""
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 0.1)
+            self.server = None
+
+
+# ------------------------------------------------------------------ UDP relay
+
+
+class _UDPSession(asyncio.DatagramProtocol):
+    """The backend socket of one client: replies go back through the listener."""
+
+    def __init__(self, service: UDPService, client: tuple[str, int]) -> None:
+        self.service = service
+        self.client = client
+        self.transport: asyncio.DatagramTransport | None = None
+        self.last = time.monotonic()
+        self.queue: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+        for data in self.queue:
+            self.transport.sendto(data)
+        self.queue.clear()
+
+    def send(self, data: bytes) -> None:
+        self.last = time.monotonic()
+        if self.transport is None:
+            self.queue.append(data)
+        else:
+            self.transport.sendto(data)
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        self.last = time.monotonic()
+        if self.service.transport is not None:
+            self.service.transport.sendto(data, self.client)
+
+    def error_received(self, exc: Exception) -> None:
+        log.info("udp endpoint error service=%s error=%s", self.service.entry.id, exc)
+        self.service.drop(self.client)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class UDPService(asyncio.DatagramProtocol):
+    """The socket of one UDP service port, with a backend socket per client."""
+
+    def __init__(self, entry: ServiceEntry, config: UserspaceConfig) -> None:
+        self.entry = entry
+        self.config = config
+        self.balancer = Balancer(entry.backends, entry.affinity, entry.affinity_timeout)
+        self.transport: asyncio.DatagramTransport | None = None
+        self.sessions: dict[tuple[str, int], _UDPSession] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        host = self.config.bind_override or self.entry.cluster_ip
+        await loop.create_datagram_endpoint(lambda: self, local_addr=(host, self.entry.port))
+        self._sweeper = loop.create_task(self._sweep())
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def update(self, entry: ServiceEntry) -> None:
+        self.entry = entry
+        self.balancer.update(entry.backends, entry.affinity, entry.affinity_timeout)
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        client = (str(addr[0]), int(addr[1]))
+        session = self.sessions.get(client)
+        if session is None:
+            backend = self.balancer.pick(client[0], time.monotonic())
+            if backend is None:
+                return
+            session = _UDPSession(self, client)
+            self.sessions[client] = session
+            loop = asyncio.get_running_loop()
+            loop.create_task(self._open(session, backend))
+        session.send(data)
+
+    async def _open(self, session: _UDPSession, backend: Backend) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.create_datagram_endpoint(
+                lambda: session, remote_addr=(backend.ip, backend.port)
+            )
+        except OSError as exc:
+            log.info(
+                "udp endpoint failed service=%s endpoint=%s error=%s", self.entry.id, backend, exc
+            )
+            self.drop(session.client)
+
+    def drop(self, client: tuple[str, int]) -> None:
+        session = self.sessions.pop(client, None)
+        if session is not None:
+            session.close()
+
+    async def _sweep(self) -> None:
+        period = max(0.05, self.config.udp_idle_timeout / 2)
+        while True:
+            await asyncio.sleep(period)
+            cutoff = time.monotonic() - self.config.udp_idle_timeout
+            for client in [c for c, s in self.sessions.items() if s.last < cutoff]:
+                self.drop(client)
+
+    async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        for client in list(self.sessions):
+            self.drop(client)
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+
+
+# ------------------------------------------------------------------ the proxier
+
+
+class UserspaceProxier:
+    """Keeps one listener per service port in line with the service table."""
+
+    def __init__(self, config: UserspaceConfig | None = None) -> None:
+        self.config = config or UserspaceConfig()
+        self.services: dict[ServicePortName, TCPService | UDPService] = {}
+        self.errors: dict[ServicePortName, str] = {}
+
+    async def sync(self, table: ServiceTable) -> None:
+        """Open, update and close listeners; a port that cannot be bound is retried next sync."""
+        self.errors = {}
+        for key in [k for k in self.services if k not in table.entries]:
+            await self._close(key)
+        for key, entry in table.entries.items():
+            current = self.services.get(key)
+            if current is not None and current.entry.vip != entry.vip:
+                await self._close(key)
+                current = None
+            if current is not None:
+                current.update(entry)
+                continue
+            service: TCPService | UDPService = (
+                TCPService(entry, self.config)
+                if entry.protocol == "TCP"
+                else UDPService(entry, self.config)
+            )
+            try:
+                await service.start()
+            except OSError as exc:
+                self.errors[key] = (
+                    f"cannot listen on {entry.cluster_ip}:{entry.port}: {exc.strerror}"
+                )
+                log.error(
+                    "listen failed service=%s address=%s:%d error=%s",
+                    key,
+                    entry.cluster_ip,
+                    entry.port,
+                    exc.strerror,
+                )
+                continue
+            log.info(
+                "listening service=%s address=%s:%d/%s",
+                key,
+                entry.cluster_ip,
+                entry.port,
+                entry.protocol,
+            )
+            self.services[key] = service
+
+    async def _close(self, key: ServicePortName) -> None:
+        service = self.services.pop(key)
+        await service.close()
+        log.info("closed service=%s", key)
+
+    async def stop(self) -> None:
+        for key in list(self.services):
+            await self._close(key)
