@@ -96,7 +96,9 @@ class SdnNetwork:
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None:
         async with self._lock:
             await asyncio.to_thread(
-                self.driver.detach_pod, pod_netns(self.node, namespace, name), host_veth(namespace, name)
+                self.driver.detach_pod,
+                pod_netns(self.node, namespace, name),
+                host_veth(namespace, name),
             )
 
     def command(self, namespace: str, name: str, argv: list[str]) -> list[str]:

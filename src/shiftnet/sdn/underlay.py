@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import os
+import signal
 from dataclasses import dataclass
 
 from pyroute2 import NetNS, netns
@@ -119,9 +121,16 @@ class Underlay:
         return sorted(out)
 
     def down(self) -> list[str]:
-        """Delete every namespace of this lab (links inside go with them)."""
+        """Kill every process still inside this lab's namespaces, then delete the
+        namespaces (links, routes and rulesets inside go with them)."""
         removed = []
-        for name in self.namespaces():
+        names = self.namespaces()
+        pids = netns.ns_pids()
+        for name in names:
+            for pid in pids.get(name, []):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(pid), signal.SIGKILL)
+        for name in names:
             with contextlib.suppress(OSError):
                 netns.remove(name)
                 removed.append(name)

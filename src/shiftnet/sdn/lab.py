@@ -1,0 +1,232 @@
+"""``shiftnet lab``: a whole SDN cluster on one machine, for learning and testing.
+
+``up`` builds the underlay (:mod:`shiftnet.sdn.underlay`), then starts, each
+in the background with its log in the lab directory:
+
+* the master on the host (it needs no network, only the store);
+* one node agent per node namespace, in SDN mode, as OpenShift's node service
+  runs on each machine;
+* the router inside the first node's namespace, as OpenShift runs its router
+  pod with host networking on an infra node.
+
+The store is a SQLite file in the lab directory: a file is reachable from every
+namespace, so no node needs a route back to the host. ``down`` stops every
+process by the pid it recorded and deletes every namespace (links, routes and
+rulesets inside them go with them). Nothing is installed in the host's own
+network namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from shiftnet.errors import ConfigError, ShiftnetError
+from shiftnet.sdn.underlay import Underlay
+
+log = logging.getLogger(__name__)
+
+CLUSTER_NETWORK = "10.1.0.0/16"
+SERVICE_NETWORK = "172.30.0.0/16"
+HOST_SUBNET_LENGTH = 8
+
+
+class LabError(ShiftnetError):
+    """The lab could not be built or taken down."""
+
+
+@dataclass
+class LabProcess:
+    role: str
+    pid: int
+    netns: str | None
+    log: str
+
+
+@dataclass
+class LabState:
+    prefix: str
+    nodes: list[dict[str, str]] = field(default_factory=list)
+    processes: list[LabProcess] = field(default_factory=list)
+    store: str = ""
+    router_http_port: int = 0
+    router_https_port: int = 0
+
+
+def lab_dir(state_dir: Path, prefix: str) -> Path:
+    return state_dir / "lab" / prefix
+
+
+def shiftnet_argv() -> list[str]:
+    return [sys.executable, "-m", "shiftnet"]
+
+
+class Lab:
+    def __init__(self, state_dir: Path, prefix: str = "sn-lab") -> None:
+        if os.geteuid() != 0:
+            raise ConfigError("shiftnet lab needs root: it creates network namespaces")
+        self.underlay = Underlay(prefix)
+        self.prefix = prefix
+        self.dir = lab_dir(state_dir, prefix)
+        self.state_file = self.dir / "lab.json"
+
+    # ------------------------------------------------------------ state
+
+    def load(self) -> LabState | None:
+        try:
+            raw = json.loads(self.state_file.read_text())
+        except FileNotFoundError:
+            return None
+        procs = [LabProcess(**p) for p in raw.pop("processes", [])]
+        return LabState(**raw, processes=procs)
+
+    def _save(self, state: LabState) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
+        tmp.replace(self.state_file)
+
+    # ------------------------------------------------------------ processes
+
+    def _spawn(self, state: LabState, role: str, netns: str | None, argv: list[str]) -> None:
+        log_path = self.dir / f"{role}.log"
+        cmd = ["ip", "netns", "exec", netns, *argv] if netns else argv
+        env = {**os.environ, "SHIFTNET_HOME": str(self.dir), "SHIFTNET_STORE": state.store}
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+        state.processes.append(LabProcess(role, proc.pid, netns, str(log_path)))
+        self._save(state)
+
+    # ------------------------------------------------------------ up / down
+
+    def up(
+        self,
+        nodes: int,
+        *,
+        router: bool = True,
+        http_port: int = 80,
+        https_port: int = 443,
+        progress: bool = True,
+    ) -> LabState:
+        if self.load() is not None:
+            raise LabError(f'lab "{self.prefix}" is already up; run "shiftnet lab down" first')
+        self.dir.mkdir(parents=True, exist_ok=True)
+        state = LabState(prefix=self.prefix, store=f"sqlite:///{self.dir}/state.db")
+        self._save(state)
+
+        def say(msg: str) -> None:
+            if progress:
+                print(msg, flush=True)
+
+        try:
+            machines = self.underlay.up(nodes)
+            state.nodes = [
+                {"name": m.name, "netns": m.netns, "hostIP": m.host_ip} for m in machines
+            ]
+            say(f"underlay: {len(machines)} node namespaces on {self.underlay.switch}")
+            base = shiftnet_argv()
+            self._spawn(
+                state,
+                "master",
+                None,
+                [
+                    *base,
+                    "master",
+                    "--cluster-network",
+                    CLUSTER_NETWORK,
+                    "--host-subnet-length",
+                    str(HOST_SUBNET_LENGTH),
+                    "--service-network",
+                    SERVICE_NETWORK,
+                ],
+            )
+            say("master: started")
+            for m in machines:
+                self._spawn(
+                    state,
+                    f"node-{m.name}",
+                    m.netns,
+                    [
+                        *base,
+                        "node",
+                        "--network",
+                        "sdn",
+                        "--node-name",
+                        m.name,
+                        "--host-ip",
+                        m.host_ip,
+                    ],
+                )
+                say(f"node {m.name}: agent started in {m.netns} ({m.host_ip})")
+            if router:
+                state.router_http_port, state.router_https_port = http_port, https_port
+                self._spawn(
+                    state,
+                    "router",
+                    machines[0].netns,
+                    [
+                        *base,
+                        "router",
+                        "--http-port",
+                        str(http_port),
+                        "--https-port",
+                        str(https_port),
+                    ],
+                )
+                say(f"router: started on {machines[0].host_ip}:{http_port}/{https_port}")
+            self._save(state)
+            return state
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self, progress: bool = False) -> list[str]:
+        state = self.load()
+        stopped: list[str] = []
+        if state is not None:
+            for p in reversed(state.processes):
+                if _stop_group(p.pid):
+                    stopped.append(f"{p.role} (pid {p.pid})")
+        removed = self.underlay.down()
+        with contextlib.suppress(FileNotFoundError):
+            self.state_file.unlink()
+        if progress:
+            for s in stopped:
+                print(f"stopped {s}")
+            print(f"removed {len(removed)} network namespaces")
+        return removed
+
+
+def _stop_group(pid: int, grace: float = 10.0) -> bool:
+    """SIGTERM the process group ``pid`` leads, then SIGKILL after ``grace`` seconds."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return True
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    return True
