@@ -114,6 +114,8 @@ def _load_key(block: PemBlock, field: str) -> PrivateKeyTypes:
 def _checked_blocks(data: str, field: str) -> list[PemBlock]:
     blocks = pem_blocks(data, field)
     for b in blocks:
+        if b.type == "ENCRYPTED PRIVATE KEY":
+            raise CertificateError(field, "the private key is encrypted; give it unencrypted")
         if b.type not in _CERT_TYPES | _KEY_TYPES | _IGNORED_TYPES:
             raise CertificateError(field, f"unrecognized PEM block {b.type}")
     return blocks
