@@ -85,6 +85,8 @@ class NodeAgent:
         self.subnets.add_handler(self._on_subnet)
         await self.informers.start()
         self._on_subnet("ADDED", None, None)
+        if self.ips is not None:
+            await self._sync.flush()  # adopt or start known pods before returning
         await self._sync.start()
         self._sync.kick()
         self._heartbeat_task = asyncio.get_running_loop().create_task(
