@@ -29,6 +29,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.delete",
     "shiftnet.cli.logs",
     "shiftnet.cli.node",
+    "shiftnet.cli.master",
     "shiftnet.cli.up",
     "shiftnet.cli.dns",
     "shiftnet.cli.router",

@@ -36,6 +36,7 @@ from shiftnet.client import Client
 from shiftnet.errors import AllocationError
 from shiftnet.informer import Informers
 from shiftnet.ipam import AlreadyAllocated, IPRange, NotInRange, RangeFull
+from shiftnet.master import metrics
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,8 @@ class ClusterIPAllocator:
             except AllocationError:
                 continue  # the sync of this Service reports it
             self._held[s.key] = (ip, s.metadata.uid)
+        metrics.CLUSTER_IPS_ALLOCATED.set(self.range.used)
+        metrics.CLUSTER_IPS_FREE.set(self.range.free)
         log.info(
             "cluster IPs rebuilt network=%s allocated=%d free=%d",
             self.range.cidr, self.range.used, self.range.free,
@@ -222,30 +225,38 @@ class ClusterIPAllocator:
         return svc, None
 
     async def _sync(self, key: Key) -> None:
-        if self.informer.get(*key) is None:
+        cached = self.informer.get(*key)
+        if cached is None:
             return  # deleted; the DELETED event released its address
+        preview, _ = self._decide(cached.model_copy(deep=True))
+        if preview.to_dict() == cached.to_dict():
+            return  # already right (the common case: the event of our own write)
         outcome: dict[str, str | None] = {}
 
         def fn(svc: Service) -> Service:
+            before = svc.to_dict()
             svc, err = self._decide(svc)
             outcome["error"] = err
             outcome["ip"] = svc.spec.cluster_ip
+            outcome["changed"] = "yes" if svc.to_dict() != before else None
             return svc
 
         stored = await self.client.mutate(Service, key[0], key[1], fn)
-        if "error" not in outcome or (stored is None and await self._gone(key)):
+        if stored is None:
+            if "error" not in outcome or outcome["changed"]:
+                await self._gone(key)  # vanished under us: give back what we took
             return
-        if stored is not None:
-            if outcome["error"]:
-                self.errors += 1
-                log.warning(
-                    "cluster IP not allocated service=%s/%s error=%s",
-                    key[0], key[1], outcome["error"],
-                )
-            else:
-                log.info(
-                    "cluster IP allocated service=%s/%s ip=%s", key[0], key[1], outcome["ip"]
-                )
+        metrics.CLUSTER_IPS_ALLOCATED.set(self.range.used)
+        metrics.CLUSTER_IPS_FREE.set(self.range.free)
+        if outcome["error"]:
+            self.errors += 1
+            metrics.CLUSTER_IP_ERRORS.inc()
+            log.warning(
+                "cluster IP not allocated service=%s/%s error=%s",
+                key[0], key[1], outcome["error"],
+            )
+        else:
+            log.info("cluster IP allocated service=%s/%s ip=%s", key[0], key[1], outcome["ip"])
 
     async def _gone(self, key: Key) -> bool:
         """After a write found nothing: release what the decision may have taken."""

@@ -21,6 +21,7 @@ from shiftnet.api import Endpoints, Pod, Service
 from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, NotFound
 from shiftnet.informer import Informers
+from shiftnet.master import metrics
 from shiftnet.master.endpoints_model import desired_endpoints, has_selector, same_content, selects
 from shiftnet.master.workqueue import KeyedWorkQueue
 
@@ -125,6 +126,7 @@ class EndpointsController:
 
     def _written(self, key: Key, ep: Endpoints) -> None:
         self.writes += 1
+        metrics.ENDPOINTS_WRITES.inc()
         ready = sum(len(s.addresses) for s in ep.subsets)
         not_ready = sum(len(s.not_ready_addresses) for s in ep.subsets)
         log.debug(

@@ -16,6 +16,7 @@ import logging
 from shiftnet.api import Node, Pod
 from shiftnet.client import Client
 from shiftnet.informer import Informers
+from shiftnet.master import metrics
 from shiftnet.runner import CoalescingRunner
 
 log = logging.getLogger(__name__)
@@ -106,4 +107,5 @@ class Scheduler:
 
             if await self.client.mutate(Pod, ns, name, bind) is not None:
                 self.bound += 1
+                metrics.PODS_SCHEDULED.inc()
                 log.info("pod scheduled pod=%s/%s node=%s", ns, name, node)

@@ -29,6 +29,7 @@ from shiftnet.client import Client
 from shiftnet.errors import AllocationError, AlreadyExists, NotFound
 from shiftnet.informer import Informers
 from shiftnet.ipam import RangeFull, SubnetRange
+from shiftnet.master import metrics
 from shiftnet.master.config import PLUGIN_NAME, MasterConfig
 from shiftnet.master.workqueue import KeyedWorkQueue
 
@@ -173,6 +174,7 @@ class SubnetAllocator:
                     "host subnet not usable, it will be reallocated hostsubnet=%s subnet=%s "
                     "error=%s", h.name, h.subnet, exc,
                 )
+        self._gauges()
         log.info(
             "host subnets rebuilt network=%s allocated=%d free=%d",
             self.range.cidr, self.range.used, self.range.free,
@@ -220,6 +222,7 @@ class SubnetAllocator:
         if subnet is None:
             return
         self.range.release(subnet)
+        self._gauges()
         log.info("host subnet released node=%s subnet=%s", name, subnet)
         for waiting in sorted(self._waiting):
             self.queue.add(waiting)
@@ -244,6 +247,7 @@ class SubnetAllocator:
                 return
             self._held[name] = held
             self.allocations += 1
+            self._gauges()
         host_ip = node.internal_ip or ""
         if hs is None:
             try:
@@ -292,6 +296,10 @@ class SubnetAllocator:
             self.range.release(old)
         return taken
 
+    def _gauges(self) -> None:
+        metrics.HOST_SUBNETS_ALLOCATED.set(self.range.used)
+        metrics.HOST_SUBNETS_FREE.set(self.range.free)
+
     async def _remove(self, name: str) -> None:
         """The node is gone: delete its HostSubnet, then give the subnet back."""
         self._waiting.discard(name)
@@ -306,6 +314,7 @@ class SubnetAllocator:
         msg = exhausted_message(node.name, self.range)
         self._waiting.add(node.name)
         self.exhausted += 1
+        metrics.SUBNETS_EXHAUSTED.inc()
         log.warning("host subnet not allocated node=%s error=%s", node.name, msg)
         await self.client.mutate(
             Node, None, node.name,

@@ -1,0 +1,145 @@
+"""``shiftnet master``: run the master controllers until Ctrl-C.
+
+ClusterIPs for Services, Endpoints for Services with a selector, the
+ClusterNetwork and one HostSubnet per Node, and (unless ``--no-scheduler``)
+a round-robin scheduler. Run one per cluster; ``shiftnet up`` runs it for you.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from shiftnet.errors import ConfigError
+from shiftnet.master.config import DEFAULTS, NETWORK_MODES, MasterConfig
+
+ENV = {
+    "network_mode": "SHIFTNET_NETWORK_MODE",
+    "cluster_network": "SHIFTNET_CLUSTER_NETWORK",
+    "host_subnet_length": "SHIFTNET_HOST_SUBNET_LENGTH",
+    "service_network": "SHIFTNET_SERVICE_NETWORK",
+}
+
+
+def register(subparsers: Any) -> None:
+    local, sdn = DEFAULTS["local"], DEFAULTS["sdn"]
+    p = subparsers.add_parser(
+        "master",
+        help="run the master controllers: ClusterIPs, Endpoints, node subnets, scheduling",
+        description="Run the cluster's single writers until Ctrl-C: the ClusterIP allocator, "
+        "the endpoints controller, the SDN subnet allocator and a round-robin scheduler.",
+    )
+    p.add_argument(
+        "--network-mode",
+        choices=NETWORK_MODES,
+        default=None,
+        help=f"picks the defaults below (env {ENV['network_mode']}; default local)",
+    )
+    p.add_argument(
+        "--cluster-network",
+        metavar="CIDR",
+        default=None,
+        help=f"pod network (env {ENV['cluster_network']}; default {local[0]} in local mode, "
+        f"{sdn[0]} in sdn mode)",
+    )
+    p.add_argument(
+        "--host-subnet-length",
+        metavar="BITS",
+        default=None,
+        help=f"host bits of each node's subnet (env {ENV['host_subnet_length']}; default "
+        f"{local[1]}: a /24 per node in a /16)",
+    )
+    p.add_argument(
+        "--service-network",
+        metavar="CIDR",
+        default=None,
+        help=f"ClusterIP range (env {ENV['service_network']}; default {local[2]} in local "
+        f"mode, {sdn[2]} in sdn mode)",
+    )
+    p.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="do not assign unscheduled pods to nodes",
+    )
+    p.add_argument(
+        "--metrics-listen",
+        metavar="ADDR:PORT",
+        default=None,
+        help="serve Prometheus metrics here (default: off)",
+    )
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> MasterConfig:
+    """Flags first, then environment, then the network mode's defaults."""
+
+    def pick(name: str) -> str | None:
+        value = getattr(args, name, None)
+        return str(value) if value is not None else (env.get(ENV[name]) or None)
+
+    hsl_text = pick("host_subnet_length")
+    hsl: int | None = None
+    if hsl_text is not None:
+        try:
+            hsl = int(hsl_text)
+        except ValueError:
+            raise ConfigError(
+                f'--host-subnet-length "{hsl_text}" is invalid: it must be a number of bits'
+            ) from None
+    return MasterConfig.build(
+        pick("network_mode"),
+        cluster_network=pick("cluster_network"),
+        host_subnet_length=hsl,
+        service_network=pick("service_network"),
+        scheduler=not args.no_scheduler,
+    )
+
+
+def _metrics_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 < number < 65536:
+        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
+    return host or "127.0.0.1", number
+
+
+def run(args: argparse.Namespace) -> int:
+    from shiftnet.cli.runtime import run_async
+
+    config = config_from_args(args, os.environ)
+    metrics_at = _metrics_address(args.metrics_listen) if args.metrics_listen else None
+
+    async def serve() -> int:
+        from prometheus_client import start_http_server
+
+        from shiftnet.master import Master
+        from shiftnet.master.metrics import REGISTRY
+        from shiftnet.store import open_store
+
+        if args.store.startswith("sqlite:"):
+            args.state_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(args.store)
+        master = Master(store, config)
+        try:
+            if metrics_at is not None:
+                start_http_server(metrics_at[1], addr=metrics_at[0], registry=REGISTRY)
+            await master.start()
+            print(
+                f"master running: cluster network {master.subnets.range.cidr} "
+                f"(/{master.subnets.range.prefixlen} per node), service network "
+                f"{config.service_network}",
+                flush=True,
+            )
+            await asyncio.Event().wait()
+        finally:
+            await master.stop()
+            await store.close()
+        return 0
+
+    return int(run_async(serve))
