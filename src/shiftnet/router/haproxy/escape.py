@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import ipaddress
 import re
 
 from shiftnet.errors import InvalidInput
@@ -147,6 +148,28 @@ def hostname(value: str, what: str = "host") -> str:
     ):
         raise UnsafeValue(f"{what} {value!r} is not a lowercase DNS name")
     return value
+
+
+# ---------------------------------------------------------------- addresses
+
+
+def server_address(ip: str, port: int, what: str = "server") -> str:
+    """``ip:port`` for a ``server`` line (IPv6 in brackets); anything else is refused."""
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        raise UnsafeValue(f"{what} address {ip!r} is not an IP address") from None
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise UnsafeValue(f"{what} port {port!r} is not between 1 and 65535")
+    return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"
+
+
+def ip_network(value: str, what: str = "network") -> str:
+    """A canonical IP network (``10.0.0.0/8``, ``::1/128``) for an ACL pattern file line."""
+    try:
+        return str(ipaddress.ip_network(value, strict=False))
+    except ValueError:
+        raise UnsafeValue(f"{what} {value!r} is not an IP address or CIDR") from None
 
 
 # ---------------------------------------------------------------- map files and crt-lists

@@ -1,0 +1,653 @@
+"""Render the L7 model into HAProxy's file set: ``haproxy.cfg``, map files, certificates.
+
+Pure and deterministic: ``render_haproxy(model, config, paths)`` returns
+``{relative file name: bytes}`` and equal inputs give byte-identical files.
+The driver writes them (``files.write_file_set``), checks them with
+``haproxy -c`` and reloads, or applies member-only changes through the
+runtime API (see the contract in ``docs/router.md``).
+
+Lookups do not grow with the route count (issue 5). No ``map_reg``:
+
+* a request's key is ``<host><path>``: the Host header lowercased with its
+  port cut, then the path (no query);
+* ``*_exact.map`` holds ``<host><path>`` for every route path (trailing ``/``
+  removed) and is looked up with ``map_str`` (a tree);
+* ``*_prefix.map`` holds ``<host><path>/`` (``<host>/`` for a route without
+  path) and is looked up with ``map_beg``, which HAProxy indexes in a prefix
+  tree and answers with the longest matching key. So ``/foo`` serves
+  ``/foo`` (exact) and ``/foo/...`` (prefix ``/foo/``) but never ``/foobar``,
+  and the longest route path wins. Keys carry the host, so the paths of one
+  host are only ever compared with each other;
+* wildcard routes (``*.example.com``) live in ``*_wildcard_*.map`` keyed by
+  the parent domain; they are consulted only when no exact host matched, with
+  the request host's first label cut by one ``regsub``.
+
+Every value that comes from a route, a Service, Endpoints or the
+configuration goes through :mod:`shiftnet.router.haproxy.escape`. A route
+whose values cannot be written is left out (and reported in
+:attr:`RenderResult.skipped`), never the whole configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from shiftnet.router.admission import RouteKey
+from shiftnet.router.config import RouterConfig
+from shiftnet.router.durations import format_duration_ms
+from shiftnet.router.haproxy import escape
+from shiftnet.router.model import (
+    EDGE,
+    HTTP,
+    INSECURE_ALLOW,
+    INSECURE_NONE,
+    INSECURE_REDIRECT,
+    PASSTHROUGH,
+    REENCRYPT,
+    L7Model,
+    L7Policy,
+    Server,
+)
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "haproxy.cfg"
+ERROR_PAGE_503 = "error-page-503.http"
+CRT_LIST = "crt-list.txt"
+
+# HTTP port lookups (routes served in clear: plain HTTP, edge/reencrypt Allow or Redirect).
+HTTP_EXACT_MAP = "os_http_exact.map"
+HTTP_PREFIX_MAP = "os_http_prefix.map"
+HTTP_WILDCARD_EXACT_MAP = "os_http_wildcard_exact.map"
+HTTP_WILDCARD_PREFIX_MAP = "os_http_wildcard_prefix.map"
+# Lookups after TLS termination (edge and reencrypt routes), in ``fe_sni``.
+TLS_EXACT_MAP = "os_tls_exact.map"
+TLS_PREFIX_MAP = "os_tls_prefix.map"
+TLS_WILDCARD_EXACT_MAP = "os_tls_wildcard_exact.map"
+TLS_WILDCARD_PREFIX_MAP = "os_tls_wildcard_prefix.map"
+# SNI lookups on the HTTPS port.
+SNI_PASSTHROUGH_MAP = "os_sni_passthrough.map"
+SNI_PASSTHROUGH_WILDCARD_MAP = "os_sni_passthrough_wildcard.map"
+SNI_TERMINATE_MAP = "os_sni_terminate.map"  # exact hosts of edge/reencrypt routes
+
+HTTP_MAPS = (HTTP_EXACT_MAP, HTTP_PREFIX_MAP, HTTP_WILDCARD_EXACT_MAP, HTTP_WILDCARD_PREFIX_MAP)
+TLS_MAPS = (TLS_EXACT_MAP, TLS_PREFIX_MAP, TLS_WILDCARD_EXACT_MAP, TLS_WILDCARD_PREFIX_MAP)
+ALL_MAPS = (*HTTP_MAPS, *TLS_MAPS, SNI_PASSTHROUGH_MAP, SNI_PASSTHROUGH_WILDCARD_MAP,
+            SNI_TERMINATE_MAP)
+
+DEFAULT_BACKEND = "openshift_default"
+REDIRECT_BACKEND = "openshift_redirect_https"
+SNI_BACKEND = "be_sni"
+SNI_FRONTEND = "fe_sni"
+SNI_SOCKET = "fe_sni.sock"
+ADMIN_SOCKET = "admin.sock"
+PUBLIC_HEALTHZ = "/_______internal_router_healthz"
+STATS_HEALTHZ = "/healthz"
+
+BACKEND_PREFIX = {HTTP: "be_http", EDGE: "be_edge_http", REENCRYPT: "be_secure",
+                  PASSTHROUGH: "be_tcp"}
+MIN_SLOTS = 4
+SPARE_ADDRESS = "127.0.0.1:1"
+_UNIX_PATH_MAX = 107
+
+
+@dataclass(frozen=True)
+class RenderPaths:
+    """Absolute paths the configuration needs that are not part of the rendered file set.
+
+    ``run_dir`` holds the sockets (admin socket, the internal TLS hop);
+    ``default_certificate`` is a PEM with certificate and key served when no
+    route certificate matches (``DEFAULT_CERTIFICATE_PATH`` or the router's
+    self-signed one).
+    """
+
+    run_dir: str
+    default_certificate: str
+
+    @property
+    def admin_socket(self) -> str:
+        return f"{self.run_dir.rstrip('/')}/{ADMIN_SOCKET}"
+
+    @property
+    def sni_socket(self) -> str:
+        return f"{self.run_dir.rstrip('/')}/{SNI_SOCKET}"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One ``server`` line of a backend: a member, or a disabled spare (``server`` is None)."""
+
+    name: str
+    server: Server | None
+    cookie: str
+
+
+@dataclass
+class RenderResult:
+    """The file set, which backend serves each route, and the routes left out (with why)."""
+
+    files: dict[str, bytes]
+    backends: dict[RouteKey, str] = field(default_factory=dict)
+    skipped: dict[RouteKey, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ names and slots
+
+
+def backend_name(policy: L7Policy) -> str:
+    """OpenShift's naming: ``be_http``/``be_edge_http``/``be_secure``/``be_tcp`` + ``:ns:name``."""
+    return f"{BACKEND_PREFIX[policy.termination]}:{escape.name(policy.namespace, policy.name)}"
+
+
+def slot_count(members: int) -> int:
+    """The smallest power of two above the member count, at least :data:`MIN_SLOTS`.
+
+    Strictly above, so a backend always has a spare slot for one more pod.
+    """
+    count = MIN_SLOTS
+    while count <= members:
+        count *= 2
+    return count
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def slot_layout(backend: str, servers: Iterable[Server]) -> tuple[Slot, ...]:
+    """Which slot each server takes: its address hashed into the slots, probing onwards.
+
+    A member keeps its slot while others come and go (unless the slot count
+    changes), so sticky cookies survive and the runtime API only touches the
+    slots that really changed. The cookie value belongs to the slot.
+    """
+    ordered = sorted(servers, key=lambda s: (s.ip, s.port, s.pool))
+    count = slot_count(len(ordered))
+    taken: list[Server | None] = [None] * count
+    for server in ordered:
+        index = int(_digest(server.ip, str(server.port)), 16) % count
+        while taken[index] is not None:
+            index = (index + 1) % count
+        taken[index] = server
+    return tuple(
+        Slot(name=f"s{i}", server=s, cookie=_digest(backend, f"s{i}")) for i, s in enumerate(taken)
+    )
+
+
+# ------------------------------------------------------------------ lookup keys
+
+
+def _norm_path(path: str) -> str:
+    """The route path without trailing ``/`` (``/`` and "" both become "")."""
+    return path.rstrip("/")
+
+
+def lookup_keys(host_or_domain: str, path: str) -> tuple[str | None, str]:
+    """``(exact key or None, prefix key)`` for a rule; see the module docstring."""
+    norm = _norm_path(path)
+    exact = escape.map_key(host_or_domain + norm) if norm else None
+    prefix = escape.map_key(host_or_domain + norm + "/")
+    return exact, prefix
+
+
+_Rank = tuple[int, int, str]  # (-len(normalized path), -len(path), "ns/name"): smaller wins
+
+
+@dataclass
+class _Maps:
+    """Map entries being collected; on a key two routes share, the longer route path wins."""
+
+    entries: dict[str, dict[str, tuple[_Rank, str]]] = field(
+        default_factory=lambda: {m: {} for m in ALL_MAPS}
+    )
+
+    def put(self, map_name: str, key: str, value: str, rank: _Rank) -> None:
+        current = self.entries[map_name].get(key)
+        if current is None or rank < current[0]:
+            self.entries[map_name][key] = (rank, escape.map_value(value))
+
+    def render(self) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for map_name, entries in self.entries.items():
+            lines = [escape.map_line(k, entries[k][1]) for k in sorted(entries)]
+            out[map_name] = "".join(lines).encode()
+        return out
+
+
+# ------------------------------------------------------------------ per-route backend
+
+
+def _ms(value: int) -> str:
+    return format_duration_ms(int(value))
+
+
+def _forwarded_lines(policy_name: str) -> list[str]:
+    fwd_for = "for=%[src];host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)]"
+    xfp = [
+        "  http-request set-header X-Forwarded-Proto http if !{ ssl_fc }",
+        "  http-request set-header X-Forwarded-Proto https if { ssl_fc }",
+    ]
+    if policy_name == "never":
+        return []
+    if policy_name == "replace":
+        return [
+            "  http-request del-header X-Forwarded-For",
+            "  http-request del-header Forwarded",
+            "  option forwardfor",
+            "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
+            "  http-request set-header X-Forwarded-Port %[dst_port]",
+            *xfp,
+            f"  http-request set-header Forwarded {fwd_for}",
+        ]
+    if policy_name == "if-none":
+        return [
+            "  option forwardfor if-none",
+            "  http-request set-header X-Forwarded-Host %[req.hdr(host)]"
+            " if !{ req.hdr(X-Forwarded-Host) -m found }",
+            "  http-request set-header X-Forwarded-Port %[dst_port]"
+            " if !{ req.hdr(X-Forwarded-Port) -m found }",
+            "  http-request set-header X-Forwarded-Proto http"
+            " if !{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }",
+            "  http-request set-header X-Forwarded-Proto https"
+            " if { ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }",
+            f"  http-request add-header Forwarded {fwd_for} if !{{ req.hdr(Forwarded) -m found }}",
+        ]
+    return [  # append (OpenShift's default)
+        "  option forwardfor",
+        "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
+        "  http-request set-header X-Forwarded-Port %[dst_port]",
+        *xfp,
+        f"  http-request add-header Forwarded {fwd_for}",
+    ]
+
+
+def _rewrite_line(path: str, target: str) -> str:
+    """``rewrite-target``: the route path prefix replaced by ``target`` (OpenShift's table).
+
+    ``/foo`` -> ``/bar``: ``/foo`` -> ``/bar``, ``/foo/x`` -> ``/bar/x``;
+    a target ending in ``/`` swallows the ``/`` after the prefix:
+    ``/foo`` -> ``/``: ``/foo/x`` -> ``/x``.
+    """
+    prefix = escape.regex_literal(_norm_path(path), "spec.path") if _norm_path(path) else ""
+    escape.url_path(target, "rewrite-target")
+    pattern = f"^{prefix}/?(.*)$" if target.endswith("/") else f"^{prefix}(.*)$"
+    # log_format doubles "%"; quoted() turns the backslash of the group reference
+    # into "\\\\" so that HAProxy reads back "\\1". The target holds no backslash.
+    replacement = escape.log_format(target + "\\1", "rewrite-target")
+    return f"  http-request replace-path {escape.quoted(pattern, 'rewrite pattern')} {replacement}"
+
+
+def _server_lines(
+    policy: L7Policy, backend: str, config: RouterConfig, files: dict[str, bytes]
+) -> list[str]:
+    opts = policy.options
+    common: list[str] = []
+    http_mode = policy.termination != PASSTHROUGH
+    cookies = http_mode and not opts.disable_cookies
+    if len(policy.servers) > 1:
+        interval = opts.health_check_interval_ms or config.health_check_interval_ms
+        common.append(f"check inter {_ms(interval)}")
+    if opts.pod_concurrent_connections:
+        common.append(f"maxconn {int(opts.pod_concurrent_connections)}")
+    if policy.termination == REENCRYPT:
+        dest_ca = policy.tls.destination_ca_certificate if policy.tls else None
+        if dest_ca:
+            ca_name = "cacerts/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
+            data = escape.pem(dest_ca, what="destinationCACertificate")
+            if b"PRIVATE KEY" in data:
+                raise escape.UnsafeValue("destinationCACertificate holds a private key")
+            files[ca_name] = data
+            common.append(f"ssl verify required ca-file {escape.quoted(ca_name)}")
+        else:
+            common.append("ssl verify none")
+    tail = (" " + " ".join(common)) if common else ""
+    lines: list[str] = []
+    for slot in slot_layout(backend, policy.servers):
+        cookie = f" cookie {slot.cookie}" if cookies else ""
+        if slot.server is None:
+            lines.append(f"  server {slot.name} {SPARE_ADDRESS}{cookie}{tail} weight 0 disabled")
+        else:
+            addr = escape.server_address(slot.server.ip, slot.server.port)
+            weight = max(0, min(256, int(slot.server.weight)))
+            lines.append(f"  server {slot.name} {addr}{cookie}{tail} weight {weight}")
+    return lines
+
+
+def _backend(policy: L7Policy, backend: str, config: RouterConfig,
+             files: dict[str, bytes]) -> list[str]:
+    opts = policy.options
+    http_mode = policy.termination != PASSTHROUGH
+    stem = escape.file_name(policy.namespace, policy.name, suffix=".txt")
+    lines = [f"backend {backend}", f"  mode {'http' if http_mode else 'tcp'}"]
+    default_balance = config.load_balance_algorithm if http_mode else config.tcp_balance_scheme
+    balance = opts.balance or default_balance
+    if balance not in ("roundrobin", "leastconn", "source", "random"):
+        raise escape.UnsafeValue(f"balance {balance!r} is not an HAProxy algorithm")
+    lines.append(f"  balance {balance}")
+    if balance == "source":
+        lines.append("  hash-type consistent")
+    if opts.timeout_ms:
+        lines.append(f"  timeout server {_ms(opts.timeout_ms)}")
+    tunnel = opts.timeout_tunnel_ms or (opts.timeout_ms if not http_mode else None)
+    if tunnel:
+        lines.append(f"  timeout tunnel {_ms(tunnel)}")
+    if opts.ip_allowlist:
+        allow_file = "allowlists/" + stem
+        files[allow_file] = "".join(escape.ip_network(n) + "\n" for n in opts.ip_allowlist).encode()
+        acl = f"!{{ src -f {escape.quoted(allow_file)} }}"
+        if http_mode:
+            lines.append(f"  http-request deny if {acl}")
+        else:
+            lines.append(f"  tcp-request content reject if {acl}")
+    limit = opts.rate_limit
+    if limit is not None:
+        lines.append(
+            "  stick-table type ip size 100k expire 30s"
+            " store conn_cur,conn_rate(3s),http_req_rate(10s)"
+        )
+        lines.append("  tcp-request content track-sc2 src")
+        if limit.concurrent_tcp:
+            lines.append(f"  tcp-request content reject if {{ sc_conn_cur(2) gt "
+                         f"{int(limit.concurrent_tcp)} }}")
+        if limit.rate_tcp:
+            lines.append(f"  tcp-request content reject if {{ sc_conn_rate(2) gt "
+                         f"{int(limit.rate_tcp)} }}")
+        if limit.rate_http and http_mode:
+            lines.append(f"  http-request deny deny_status 429 if {{ sc_http_req_rate(2) gt "
+                         f"{int(limit.rate_http)} }}")
+    if http_mode:
+        lines.append("  option redispatch")
+        lines += _forwarded_lines(opts.set_forwarded_headers or config.set_forwarded_headers)
+        if opts.rewrite_target:
+            lines.append(_rewrite_line(policy.rule.path, opts.rewrite_target))
+        if opts.hsts_header and policy.termination in (EDGE, REENCRYPT):
+            value = escape.log_format(opts.hsts_header, "hsts_header")
+            lines.append(f"  http-response set-header Strict-Transport-Security {value}"
+                         " if { ssl_fc }")
+        if not opts.disable_cookies:
+            cookie = opts.cookie_name or _digest("cookie", backend)
+            secure = (
+                " secure"
+                if policy.termination in (EDGE, REENCRYPT)
+                and policy.insecure_policy != INSECURE_ALLOW
+                else ""
+            )
+            lines.append(f"  cookie {escape.quoted(cookie, 'cookie_name')} insert indirect "
+                         f"nocache httponly{secure}")
+    lines += _server_lines(policy, backend, config, files)
+    return lines
+
+
+def _route_certificate(policy: L7Policy, files: dict[str, bytes]) -> str | None:
+    """The crt-list line of an edge/reencrypt route that brings its own certificate."""
+    tls = policy.tls
+    if tls is None or not tls.certificate or not tls.key:
+        return None
+    name = "certs/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
+    texts = [tls.certificate, tls.key] + ([tls.ca_certificate] if tls.ca_certificate else [])
+    files[name] = escape.pem(*texts, what=f"route {policy.namespace}/{policy.name} certificate")
+    if policy.rule.wildcard:
+        sni = escape.sni_filter(policy.rule.domain, wildcard=True)
+    else:
+        sni = escape.sni_filter(policy.rule.host)
+    return f"{name} {sni}\n"
+
+
+def _route_maps(policy: L7Policy, backend: str, maps: _Maps) -> None:
+    rule = policy.rule
+    rank = (-len(_norm_path(rule.path)), -len(rule.path), f"{policy.namespace}/{policy.name}")
+    where = (
+        escape.hostname(rule.domain, "wildcard domain")
+        if rule.wildcard
+        else escape.hostname(rule.host, "spec.host")
+    )
+    if policy.termination == PASSTHROUGH:
+        target = SNI_PASSTHROUGH_WILDCARD_MAP if rule.wildcard else SNI_PASSTHROUGH_MAP
+        maps.put(target, where, backend, rank)
+    else:
+        if not rule.wildcard and policy.termination in (EDGE, REENCRYPT):
+            maps.put(SNI_TERMINATE_MAP, where, "1", rank)
+        exact, prefix = lookup_keys(where, rule.path)
+        if policy.termination in (EDGE, REENCRYPT):
+            ex_map, pf_map = (
+                (TLS_WILDCARD_EXACT_MAP, TLS_WILDCARD_PREFIX_MAP)
+                if rule.wildcard
+                else (TLS_EXACT_MAP, TLS_PREFIX_MAP)
+            )
+            if exact is not None:
+                maps.put(ex_map, exact, backend, rank)
+            maps.put(pf_map, prefix, backend, rank)
+    # The HTTP port: plain routes and Allow are served, Redirect answers 302, None is absent.
+    insecure = policy.insecure_policy
+    if insecure == INSECURE_NONE:
+        return
+    if policy.termination == PASSTHROUGH and insecure != INSECURE_REDIRECT:
+        return
+    value = REDIRECT_BACKEND if insecure == INSECURE_REDIRECT else backend
+    ex_map, pf_map = (
+        (HTTP_WILDCARD_EXACT_MAP, HTTP_WILDCARD_PREFIX_MAP)
+        if rule.wildcard
+        else (HTTP_EXACT_MAP, HTTP_PREFIX_MAP)
+    )
+    exact, prefix = lookup_keys(where, "" if policy.termination == PASSTHROUGH else rule.path)
+    if exact is not None:
+        maps.put(ex_map, exact, value, rank)
+    maps.put(pf_map, prefix, value, rank)
+
+
+# ------------------------------------------------------------------ fixed sections
+
+
+def _bind(config: RouterConfig, port: int) -> str:
+    host = config.bind_address
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{int(port)}"
+
+
+def _lookup_block(maps: tuple[str, str, str, str]) -> list[str]:
+    exact, prefix, wild_exact, wild_prefix = (escape.quoted(m) for m in maps)
+    return [
+        "  http-request set-var(txn.host) req.hdr(host),field(1,:),lower",
+        "  http-request set-var(txn.path) path",
+        "  http-request set-var(txn.key) var(txn.host),concat(,txn.path,)",
+        f"  http-request set-var(txn.be) var(txn.key),map_str({exact})",
+        f"  http-request set-var(txn.be) var(txn.key),map_beg({prefix})"
+        " if !{ var(txn.be) -m found }",
+        "  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,)"
+        " if !{ var(txn.be) -m found } { var(txn.host) -m sub . }",
+        f"  http-request set-var(txn.be) var(txn.wkey),map_str({wild_exact})"
+        " if !{ var(txn.be) -m found } { var(txn.wkey) -m found }",
+        f"  http-request set-var(txn.be) var(txn.wkey),map_beg({wild_prefix})"
+        " if !{ var(txn.be) -m found } { var(txn.wkey) -m found }",
+        "  use_backend %[var(txn.be)] if { var(txn.be) -m found }",
+        f"  default_backend {DEFAULT_BACKEND}",
+    ]
+
+
+def _header_hygiene() -> list[str]:
+    return [
+        "  http-request del-header Proxy",
+        "  http-request set-header Host %[req.hdr(Host),lower]",
+    ]
+
+
+def _global_and_defaults(config: RouterConfig, paths: RenderPaths) -> list[str]:
+    lines = [
+        "global",
+        f"  maxconn {int(config.max_connections)}",
+    ]
+    if config.threads > 0:
+        lines.append(f"  nbthread {int(config.threads)}")
+    lines += [
+        f"  hard-stop-after {_ms(config.hard_stop_after_ms)}",
+        f"  stats socket {escape.path(paths.admin_socket, 'admin socket')}"
+        " mode 600 level admin expose-fd listeners",
+        "  stats timeout 2m",
+        "  tune.ssl.default-dh-param 2048",
+        "  ssl-default-bind-options ssl-min-ver TLSv1.2",
+        "",
+        "defaults",
+        "  mode http",
+        f"  maxconn {int(config.max_connections)}",
+        "  option redispatch",
+        "  retries 3",
+        f"  timeout connect {_ms(config.connect_timeout_ms)}",
+        f"  timeout client {_ms(config.client_timeout_ms)}",
+        f"  timeout client-fin {_ms(config.client_fin_timeout_ms)}",
+        f"  timeout server {_ms(config.server_timeout_ms)}",
+        f"  timeout server-fin {_ms(config.server_fin_timeout_ms)}",
+        f"  timeout http-request {_ms(config.http_request_timeout_ms)}",
+        f"  timeout http-keep-alive {_ms(config.http_keep_alive_timeout_ms)}",
+        f"  timeout tunnel {_ms(config.tunnel_timeout_ms)}",
+    ]
+    if config.errorfile_503:
+        lines.append(f"  errorfile 503 {escape.path(config.errorfile_503, 'ROUTER_ERRORFILE_503')}")
+    else:
+        lines.append(f"  errorfile 503 {ERROR_PAGE_503}")
+    return [*lines, ""]
+
+
+def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
+    sni_socket = paths.sni_socket
+    if len(sni_socket) > _UNIX_PATH_MAX:
+        raise escape.UnsafeValue(f"socket path {sni_socket!r} is longer than a UNIX socket allows")
+    unix = escape.quoted("unix@" + sni_socket, "socket path")
+    default_cert = escape.path(paths.default_certificate, "default certificate")
+    lines = [
+        "frontend public",
+        f"  bind {_bind(config, config.http_port)}",
+        "  mode http",
+        f"  monitor-uri {PUBLIC_HEALTHZ}",
+        *_header_hygiene(),
+        *_lookup_block(HTTP_MAPS),
+        "",
+        "frontend public_ssl",
+        f"  bind {_bind(config, config.https_port)}",
+        "  mode tcp",
+        "  tcp-request inspect-delay 5s",
+        "  tcp-request content accept if { req_ssl_hello_type 1 }",
+        f"  acl sni_passthrough req.ssl_sni,lower,map_str({escape.quoted(SNI_PASSTHROUGH_MAP)})"
+        " -m found",
+        f"  acl sni_terminate req.ssl_sni,lower,map_str({escape.quoted(SNI_TERMINATE_MAP)})"
+        " -m found",
+        "  acl sni_dotted req.ssl_sni -m sub .",
+        "  acl sni_passthrough_wildcard req.ssl_sni,lower,regsub(^[^.]*[.],),"
+        f"map_str({escape.quoted(SNI_PASSTHROUGH_WILDCARD_MAP)}) -m found",
+        f"  use_backend %[req.ssl_sni,lower,map_str({escape.quoted(SNI_PASSTHROUGH_MAP)})]"
+        " if sni_passthrough",
+        "  use_backend %[req.ssl_sni,lower,regsub(^[^.]*[.],),"
+        f"map_str({escape.quoted(SNI_PASSTHROUGH_WILDCARD_MAP)})]"
+        " if !sni_terminate sni_dotted sni_passthrough_wildcard",
+        f"  default_backend {SNI_BACKEND}",
+        "",
+        f"backend {SNI_BACKEND}",
+        "  mode tcp",
+        f"  server {SNI_FRONTEND} {unix} send-proxy-v2",
+        "",
+        f"frontend {SNI_FRONTEND}",
+        f"  bind {unix} mode 600 accept-proxy ssl crt {default_cert}"
+        f" crt-list {escape.quoted(CRT_LIST)}",
+        "  mode http",
+        *_header_hygiene(),
+        *_lookup_block(TLS_MAPS),
+        "",
+        f"backend {DEFAULT_BACKEND}",
+        "  mode http",
+    ]
+    if config.errorfile_404:
+        lines += [
+            f"  errorfile 404 {escape.path(config.errorfile_404, 'ROUTER_ERRORFILE_404')}",
+            "  http-request deny deny_status 404",
+        ]
+    lines += [
+        "",
+        f"backend {REDIRECT_BACKEND}",
+        "  mode http",
+        "  http-request redirect location https://%[var(txn.host)]"
+        + (f":{int(config.https_port)}" if config.https_port != 443 else "")
+        + "%[capture.req.uri] code 302",
+        "",
+    ]
+    if config.stats_port:
+        lines += [
+            "listen stats",
+            f"  bind {_bind(config, config.stats_port)}",
+            "  mode http",
+            f"  monitor-uri {STATS_HEALTHZ}",
+            "  stats enable",
+            "  stats uri /",
+            "  stats refresh 5s",
+            "  stats show-legends",
+        ]
+        if config.stats_username:
+            creds = f"{config.stats_username}:{config.stats_password}"
+            lines.append(f"  stats auth {escape.quoted(creds, 'STATS_USERNAME/STATS_PASSWORD')}")
+        lines.append("")
+    return lines
+
+
+DEFAULT_503_PAGE = (
+    b"HTTP/1.0 503 Service Unavailable\r\n"
+    b"Pragma: no-cache\r\n"
+    b"Cache-Control: private, max-age=0, no-cache, no-store\r\n"
+    b"Connection: close\r\n"
+    b"Content-Type: text/html\r\n"
+    b"\r\n"
+    b"<html><head><title>Application is not available</title></head><body>\n"
+    b"<h1>Application is not available</h1>\n"
+    b"<p>The application is currently not serving requests at this endpoint. "
+    b"It may not have been started or is still starting.</p>\n"
+    b"</body></html>\n"
+)
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderResult:
+    """Render everything; routes that cannot be written safely are skipped and reported."""
+    result = RenderResult(files={})
+    maps = _Maps()
+    backends: list[str] = []
+    crt_lines: list[str] = []
+    files: dict[str, bytes] = {}
+    for policy in model.policies:
+        backend = backend_name(policy)
+        own_files: dict[str, bytes] = {}
+        staged = _Maps()
+        try:
+            text = _backend(policy, backend, config, own_files)
+            crt = _route_certificate(policy, own_files) if policy.termination != HTTP else None
+            _route_maps(policy, backend, staged)
+        except escape.UnsafeValue as err:
+            result.skipped[policy.key] = str(err)
+            log.warning(
+                "route skipped in haproxy configuration route=%s/%s reason=%r",
+                policy.namespace, policy.name, str(err),
+            )
+            continue
+        for map_name, entries in staged.entries.items():
+            for key, (rank, value) in entries.items():
+                maps.put(map_name, key, value, rank)
+        backends += [*text, ""]
+        if crt is not None:
+            crt_lines.append(crt)
+        files.update(own_files)
+        result.backends[policy.key] = backend
+    head = _global_and_defaults(config, paths) + _frontends(config, paths)
+    files[CONFIG_FILE] = ("\n".join(head + backends) + "\n").encode()
+    files[CRT_LIST] = "".join(sorted(crt_lines)).encode()
+    if not config.errorfile_503:
+        files[ERROR_PAGE_503] = DEFAULT_503_PAGE
+    files.update(maps.render())
+    result.files = dict(sorted(files.items()))
+    return result
+
+
+def render_haproxy(model: L7Model, config: RouterConfig, paths: RenderPaths) -> dict[str, bytes]:
+    """The complete file set ``{relative name: bytes}`` for one HAProxy configuration."""
+    return render(model, config, paths).files
