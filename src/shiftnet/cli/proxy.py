@@ -1,0 +1,110 @@
+"""``shiftnet proxy``: give Services their ClusterIPs (user-space, iptables or nftables mode)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from typing import Any
+
+MODE_HELP = (
+    "userspace: asyncio listeners on each ClusterIP:port (local mode, no root); "
+    "iptables / nftables: kernel NAT rules (root). Env SHIFTNET_PROXY_MODE; default userspace"
+)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "proxy",
+        help="run the service proxy (stable ClusterIPs for Services)",
+        description="Watch Services and Endpoints and forward each ClusterIP:port to a ready "
+        "endpoint: round robin, sessionAffinity ClientIP, retries past dead endpoints "
+        "(user-space mode), or kernel NAT rules (iptables / nftables modes).",
+    )
+    p.add_argument("--store", default=argparse.SUPPRESS, metavar="URL", help="cluster store URL")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="tracebacks")
+    p.add_argument("--mode", choices=("userspace", "iptables", "nftables"), help=MODE_HELP)
+    p.add_argument(
+        "--netns",
+        metavar="NAME",
+        help="apply kernel rules inside this network namespace (env SHIFTNET_PROXY_NETNS)",
+    )
+    p.add_argument(
+        "--kernel-spread",
+        choices=("random", "roundrobin"),
+        default=os.environ.get("SHIFTNET_PROXY_KERNEL_SPREAD", "random"),
+        help="kernel modes: random (kube-proxy's statistic/numgen random) or roundrobin "
+        "(statistic nth / numgen inc); env SHIFTNET_PROXY_KERNEL_SPREAD",
+    )
+    p.add_argument(
+        "--cluster-cidr",
+        metavar="CIDR",
+        default=os.environ.get("SHIFTNET_PROXY_CLUSTER_CIDR") or None,
+        help="kernel modes: masquerade service traffic from outside this CIDR",
+    )
+    p.add_argument(
+        "--masquerade-all", action="store_true", help="kernel modes: masquerade all service traffic"
+    )
+    p.add_argument(
+        "--udp-idle-timeout",
+        type=float,
+        default=float(os.environ.get("SHIFTNET_PROXY_UDP_IDLE_TIMEOUT", "30")),
+        metavar="SECONDS",
+        help="user-space mode: close a client's UDP backend socket after this idle time",
+    )
+    p.add_argument(
+        "--min-sync-interval",
+        type=float,
+        default=0.1,
+        metavar="SECONDS",
+        help="coalesce changes: at most one sync per interval",
+    )
+    p.add_argument(
+        "--cleanup",
+        action="store_true",
+        help="kernel modes: remove the rules on exit (default: leave them serving)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from shiftnet.cli.runtime import run_async
+    from shiftnet.proxy import ProxyConfig
+    from shiftnet.proxy.userspace import UserspaceConfig
+
+    kernel: dict[str, Any] = {
+        "spread": args.kernel_spread,
+        "cluster_cidr": args.cluster_cidr,
+        "masquerade_all": args.masquerade_all,
+    }
+    if args.netns:
+        kernel["netns"] = args.netns
+    config = ProxyConfig.from_env(
+        mode=args.mode,
+        kernel=kernel,
+        min_sync_interval=args.min_sync_interval,
+        userspace=UserspaceConfig(udp_idle_timeout=args.udp_idle_timeout),
+    )
+
+    async def serve() -> int:
+        from shiftnet.proxy import ServiceProxy
+        from shiftnet.store import open_store
+
+        if args.store.startswith("sqlite:"):
+            args.state_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(args.store)
+        proxy = ServiceProxy(store, config)
+        try:
+            await proxy.start()
+            print(
+                f"service proxy running in {config.mode} mode, "
+                f"{len(proxy.table.entries)} service ports",
+                flush=True,
+            )
+            await asyncio.Event().wait()
+        finally:
+            await proxy.stop(cleanup=args.cleanup)
+            await store.close()
+        return 0
+
+    return int(run_async(serve))
