@@ -32,6 +32,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.master",
     "shiftnet.cli.up",
     "shiftnet.cli.dns",
+    "shiftnet.cli.proxy",
     "shiftnet.cli.router",
 )
 
