@@ -1,0 +1,169 @@
+"""The rendered configuration routes real requests as the router issue says.
+
+Renders admitted routes straight into a real HAProxy (no driver): host and
+path lookups through the exact/prefix maps, wildcards, edge / passthrough /
+reencrypt by SNI, insecure policies, weights and rewrite-target, against
+backends on loopback that answer with their names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shiftnet.router.admission import admit
+from shiftnet.router.config import RouterConfig
+from shiftnet.router.haproxy.files import write_file_set
+from shiftnet.router.haproxy.render import RenderPaths, render
+from shiftnet.router.model import build_model
+from tests.support import routes as f
+from tests.support.backends import Backend, backends
+from tests.support.ports import free_port
+from tests.support.router import request, sha256_of_pem
+from tests.support.tls import TestCA
+
+pytestmark = pytest.mark.integration
+
+
+@contextlib.contextmanager
+def running_haproxy(conf: Path, ports: list[int]) -> Iterator[None]:
+    """HAProxy in the foreground on ``conf/haproxy.cfg``; stopped by its pid at the end."""
+    proc = subprocess.Popen(
+        ["haproxy", "-db", "-f", "haproxy.cfg"],
+        cwd=conf,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                raise AssertionError(f"haproxy exited: {out}")
+            try:
+                for port in ports:
+                    request(port, "probe", "/_______internal_router_healthz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _eps(name: str, pods: list[Backend]) -> object:
+    return f.endpoints(name, [b.ip for b in pods], [("http", pods[0].port)])
+
+
+def test_rendered_configuration_routes_requests(tmp_path: Path) -> None:
+    ca = TestCA()
+    edge_cert = ca.issue("secure.example.com")
+    default = ca.issue("default.example")
+    pod_cert = ca.issue("127.0.0.1")
+    http_port, https_port = free_port(), free_port()
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "default.pem").write_text(default.cert_pem + default.key_pem)
+    with backends("root", "foo", "foobar-a", port=None) as (root, foo, foo2), \
+         backends("w1", "w3") as (w1, w3), \
+         backends("tls-pod", tls=pod_cert) as (tls_pod,), \
+         backends("wild") as (wild,):
+        routes = [
+            f.route("root", "www.example.com", service="root"),
+            f.route("foo", "www.example.com", path="/foo", service="foo"),
+            f.route("foobar", "www.example.com", path="/foo/bar", service="foobar",
+                    annotations={"haproxy.router.openshift.io/rewrite-target": "/"}),
+            f.route("weighted", "weighted.example.com", service="w1",
+                    weight=1, alternates=[("w3", 3)],
+                    annotations={"haproxy.router.openshift.io/balance": "roundrobin",
+                                 "haproxy.router.openshift.io/disable_cookies": "true"}),
+            f.route("zero", "zero.example.com", service="w1", weight=0),
+            f.route("edge", "secure.example.com", service="root",
+                    tls={"termination": "edge", "certificate": edge_cert.cert_pem,
+                         "key": edge_cert.key_pem, "insecureEdgeTerminationPolicy": "Redirect"}),
+            f.route("edge-none", "private.example.com", service="root",
+                    tls={"termination": "edge"}),
+            f.route("edge-allow", "both.example.com", service="root",
+                    tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}),
+            f.route("pt", "pt.example.com", service="tls",
+                    tls={"termination": "passthrough"}),
+            f.route("re", "re.example.com", service="tls",
+                    tls={"termination": "reencrypt", "destinationCACertificate": ca.cert_pem}),
+            f.route("wild", "any.apps.example.com", service="wild", wildcard=True),
+        ]
+        eps = [
+            _eps("root", [root]), _eps("foo", [foo]), _eps("foobar", [foo2]),
+            _eps("w1", [w1]), _eps("w3", [w3]), _eps("tls", [tls_pod]), _eps("wild", [wild]),
+        ]
+        config = RouterConfig(
+            http_port=http_port, https_port=https_port, stats_port=0, threads=1,
+            max_connections=1000, allow_wildcard_routes=True,
+        )
+        admission = admit(routes, [], config)
+        assert all(d.admitted for d in admission.decisions.values()), admission.decisions
+        result = render(build_model(admission, eps), config,
+                        RenderPaths(str(run), str(tmp_path / "default.pem")))
+        assert result.skipped == {}
+        write_file_set(tmp_path / "conf", result.files)
+        with running_haproxy(tmp_path / "conf", [http_port]):
+            get = lambda host, path="/": request(http_port, host, path)  # noqa: E731
+
+            # Host lookups: case-insensitive, port ignored; longest path wins; /foo != /foobar.
+            assert get("WWW.Example.COM:80").backend == "root"
+            assert get("www.example.com", "/foo").backend == "foo"
+            assert get("www.example.com", "/foo/").backend == "foo"
+            assert get("www.example.com", "/foo/x?q=1").backend == "foo"
+            assert get("www.example.com", "/foobar").backend == "root"
+            reply = get("www.example.com", "/foo/bar/baz")
+            assert reply.backend == "foobar-a"
+            assert reply.headers["x-seen-path"] == "/baz"  # rewrite-target "/"
+            assert get("unknown.example.com").status == 503
+
+            # Wildcard: one label below the parent domain, exact hosts first.
+            assert get("x.apps.example.com").backend == "wild"
+            assert get("a.b.apps.example.com").status == 503
+
+            # Insecure policies on the HTTP port.
+            redirect = get("secure.example.com", "/p?q=1")
+            assert redirect.status == 302
+            assert redirect.headers["location"] == f"https://secure.example.com:{https_port}/p?q=1"
+            assert get("private.example.com").status == 503
+            assert get("both.example.com").backend == "root"
+
+            # Weights 0 everywhere -> 503; 1:3 -> 25 % / 75 %.
+            assert get("zero.example.com").status == 503
+            counts = Counter(get("weighted.example.com").backend for _ in range(200))
+            assert 30 <= counts["w1"] <= 70 and counts["w1"] + counts["w3"] == 200, counts
+
+            # Forwarded headers and httpoxy.
+            seen = json.loads(
+                request(http_port, "Both.example.com", headers={"Proxy": "evil"})
+                .headers["x-seen-headers"]
+            )
+            assert seen["x-forwarded-for"] == "127.0.0.1"
+            assert seen["forwarded"] == "for=127.0.0.1;host=both.example.com;proto=http"
+            assert seen["host"] == "both.example.com"
+            assert "proxy" not in {k.lower() for k in seen}
+
+            # TLS by SNI.
+            tls = lambda host, sni="": request(https_port, host, tls=True, sni=sni)  # noqa: E731
+            edge = tls("secure.example.com")
+            assert edge.backend == "root"
+            assert edge.cert_sha256 == sha256_of_pem(edge_cert.cert_pem)
+            no_sni = request(https_port, "secure.example.com", tls=True, sni=None)
+            assert no_sni.cert_sha256 == sha256_of_pem(default.cert_pem)
+            assert tls("both.example.com").backend == "root"
+            passthrough = tls("pt.example.com")
+            assert passthrough.backend == "tls-pod"
+            assert passthrough.cert_sha256 == sha256_of_pem(pod_cert.cert_pem)
+            reencrypt = tls("re.example.com")
+            assert reencrypt.backend == "tls-pod"
+            assert reencrypt.cert_sha256 == sha256_of_pem(default.cert_pem)
