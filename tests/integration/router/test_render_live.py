@@ -17,17 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support import routes as f
+from tests.support.backends import Backend, backends
+from tests.support.ports import free_port
+from tests.support.router import request, sha256_of_pem
+from tests.support.tls import TestCA
 
 from shiftnet.router.admission import admit
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.files import write_file_set
 from shiftnet.router.haproxy.render import RenderPaths, render
 from shiftnet.router.model import build_model
-from tests.support import routes as f
-from tests.support.backends import Backend, backends
-from tests.support.ports import free_port
-from tests.support.router import request, sha256_of_pem
-from tests.support.tls import TestCA
 
 pytestmark = pytest.mark.integration
 
