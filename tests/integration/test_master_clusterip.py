@@ -137,3 +137,27 @@ async def test_reapply_without_ip_keeps_address_and_change_is_refused(store_url)
         )
         with pytest.raises(AllocationError, match="immutable"):
             await check_service_request(client, service("web", cluster_ip="127.30.9.9"))
+
+
+async def test_claims_written_while_master_was_down_oldest_wins(store_url) -> None:  # noqa: F811
+    from shiftnet.client import Client
+    from shiftnet.store import open_store
+
+    store = open_store(store_url)
+    try:
+        offline = Client(store)
+        await offline.create(service("older", cluster_ip="127.30.0.7"))
+        await offline.create(service("newer", cluster_ip="127.30.0.7"))
+        await offline.create(service("plain"))
+    finally:
+        await store.close()
+    async with running_master(store_url) as (_, client):
+        newer = await eventually(
+            lambda: client.get(Service, "default", "newer"),
+            lambda s: ERROR_ANNOTATION in s.metadata.annotations,
+        )
+        got = await eventually(lambda: ips(client), lambda m: bool(m.get("plain")))
+    assert got["older"] == "127.30.0.7"
+    assert newer.spec.cluster_ip is None
+    assert "provided IP is already allocated" in newer.metadata.annotations[ERROR_ANNOTATION]
+    assert got["plain"] not in ("127.30.0.7", None)
