@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+from tests.support import routes as f
+
 from shiftnet.router.admission import admit
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.model import (
@@ -18,7 +20,6 @@ from shiftnet.router.model import (
     build_model,
     scale_weights,
 )
-from tests.support import routes as f
 
 CONFIG = RouterConfig(allow_wildcard_routes=True)
 
@@ -180,7 +181,8 @@ def test_termination_and_insecure_policy() -> None:
     routes = [
         f.route("plain"),
         f.route("edge", tls={"termination": "edge"}),
-        f.route("edge-allow", tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}),
+        f.route("edge-allow",
+                tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}),
         f.route("pt", tls={"termination": "passthrough",
                            "insecureEdgeTerminationPolicy": "Redirect"}),
         f.route("re", tls={"termination": "reencrypt", "destinationCACertificate": None}),
