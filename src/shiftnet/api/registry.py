@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
+from shiftnet.api.fielderrors import quote
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
 from shiftnet.errors import InvalidInput, InvalidObject
@@ -61,14 +62,47 @@ def kind_for_kind(kind: str) -> type[Resource] | None:
     return _BY_KIND.get(kind)
 
 
+_UNION_TAGS = {"int", "str", "float", "bool", "list", "dict", "none"}
+
+
 def _path(loc: tuple[int | str, ...], model: type[Resource]) -> str:
     out = ""
     for part in loc:
+        if isinstance(part, str) and (part in _UNION_TAGS or "[" in part):
+            continue  # pydantic names the union member it tried; not a field
         if isinstance(part, int):
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)
     return out
+
+
+# pydantic error types -> what the value should have been, in Kubernetes' words.
+_EXPECTED = {
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+}
+
+
+def _shape_message(kind: str, value: Any, fallback: str) -> str:
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "Required value"
+    expected = _EXPECTED.get(kind)
+    if expected is None:
+        return fallback
+    if isinstance(value, str | int | float | bool) or value is None:
+        return f"Invalid value: {quote(value)}: {expected}"
+    return f"Invalid value: {type(value).__name__}: {expected}"
 
 
 def parse_object(raw: Any, *, source: str = "") -> Resource:
@@ -105,11 +139,7 @@ def parse_object(raw: Any, *, source: str = "") -> Resource:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = _path(tuple(err["loc"]), cls)
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        elif err["type"] == "missing":
-            msg = "Required value"
+        msg = _shape_message(err["type"], err.get("input"), err["msg"])
         raise InvalidObject(kind, name, field, f"{where}{msg}" if where else msg) from None
     return obj
 
