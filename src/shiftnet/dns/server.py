@@ -298,8 +298,8 @@ class DNSServer:
                         reader.readexactly(2), self.config.tcp_idle_timeout
                     )
                     length = int.from_bytes(head, "big")
-                    if length < 12:
-                        break  # no DNS message is that short: the stream is garbage
+                    if length == 0:
+                        break  # an empty message cannot be framed: the stream is garbage
                     data = await asyncio.wait_for(
                         reader.readexactly(length), self.config.tcp_idle_timeout
                     )
