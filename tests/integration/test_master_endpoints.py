@@ -77,6 +77,17 @@ async def test_endpoints_follow_pods_labels_and_readiness(store_url) -> None:  #
         )
         assert got["not_ready"] == ["127.10.0.2"]
 
+        # someone else overwriting the Endpoints gets them put back
+        def vandalise(ep: Endpoints) -> Endpoints:
+            ep.subsets = []
+            return ep
+
+        await client.mutate(Endpoints, "default", "web", vandalise)
+        await eventually(
+            lambda: endpoints(client, "web"),
+            lambda e: e.get("ready") == ["127.10.0.4", "127.10.0.7"],
+        )
+
         # deleting a pod removes it; deleting the Service removes the Endpoints
         await client.delete(Pod, "default", "web-1")
         await eventually(lambda: endpoints(client, "web"), lambda e: e.get("not_ready") == [])

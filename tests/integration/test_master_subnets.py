@@ -124,3 +124,22 @@ async def test_nodes_joining_and_leaving_never_share_a_subnet(store_url) -> None
     assert not seen_duplicates, seen_duplicates[:3]
     assert snapshots > 10
     assert len(set(final.values())) == len(final)
+
+
+async def test_leftover_host_subnet_of_a_vanished_node_is_removed(store_url) -> None:  # noqa: F811
+    from shiftnet.api.base import ObjectMeta
+    from shiftnet.store import open_store
+
+    store = open_store(store_url)
+    try:
+        offline = Client(store)
+        await offline.create(
+            HostSubnet(metadata=ObjectMeta(name="ghost"), host="ghost", host_ip="127.0.0.9",
+                       subnet="127.10.0.0/24")
+        )
+        await offline.create(node("real"))
+    finally:
+        await store.close()
+    async with running_master(store_url) as (_, client):
+        got = await eventually(lambda: subnets(client), lambda s: "ghost" not in s and "real" in s)
+    assert list(got) == ["real"]
