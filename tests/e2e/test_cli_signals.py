@@ -1,0 +1,87 @@
+"""Ctrl-C and SIGTERM end shiftnet cleanly: no traceback, cleanup runs, shell-style exit codes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.support.cli import SHIFTNET
+
+LONG_RUNNING = """
+import asyncio, sys
+from shiftnet.cli.runtime import run_async
+
+async def main():
+    print("ready", flush=True)
+    try:
+        await asyncio.sleep(3600)
+    finally:
+        await asyncio.sleep(0.05)  # shutdown work may await
+        print("cleaned up", flush=True)
+    return 0
+
+sys.exit(run_async(main))
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_run_async_cancels_main_and_exits_like_a_shell(sig: signal.Signals, code: int) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LONG_RUNNING],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code
+    assert out.strip() == "cleaned up"
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [SHIFTNET, "--store", f"sqlite://{tmp_path}/state.db", "apply", "-f", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("apiVersion: v1\n")
+        proc.stdin.flush()
+        # wait until the command is blocked reading the rest of its input
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not _reading_stdin(proc.pid):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert out == ""
+    assert "Traceback" not in err
+
+
+def _reading_stdin(pid: int) -> bool:
+    """True once the process sleeps in a read (its wchan names a pipe/tty wait)."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text().split()
+    except OSError:
+        return False
+    return stat[2] == "S" and "pipe" in wchan
