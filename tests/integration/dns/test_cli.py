@@ -1,0 +1,103 @@
+"""``shiftnet dns`` as a user runs it: resolv-conf output, flags, bad input, serving to dig."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.support.unbound import free_udp_tcp_port
+
+pytestmark = pytest.mark.integration
+
+
+def shiftnet(tmp_path: Path, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    full_env = dict(os.environ, SHIFTNET_HOME=str(tmp_path), **(env or {}))
+    full_env.pop("SHIFTNET_STORE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "shiftnet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_resolv_conf(tmp_path: Path) -> None:
+    r = shiftnet(tmp_path, "dns", "resolv-conf", "shop")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "search shop.svc.cluster.local svc.cluster.local cluster.local",
+        "# cluster DNS listens on port 8053: SHIFTNET_DNS_SERVER=127.0.0.1:8053",
+        "nameserver 127.0.0.1",
+        "options ndots:5",
+    ]
+
+
+def test_resolv_conf_follows_flags_and_env(tmp_path: Path) -> None:
+    r = shiftnet(
+        tmp_path,
+        "dns",
+        "resolv-conf",
+        "shop",
+        "--domain",
+        "corp.example",
+        env={"SHIFTNET_DNS_LISTEN": "127.0.0.53:53"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (
+        "search shop.svc.corp.example svc.corp.example corp.example\n"
+        "nameserver 127.0.0.53\n"
+        "options ndots:5\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["dns", "resolv-conf", "Bad_NS"], "namespace 'Bad_NS' is invalid"),
+        (["dns", "--listen", "nowhere", "resolv-conf", "x"], "listen address 'nowhere'"),
+        (["dns", "--upstream", "dns.google", "--listen", "127.0.0.1:0"], "upstream 'dns.google'"),
+        (["dns", "--domain", "bad_domain", "resolv-conf", "x"], "cluster domain 'bad_domain'"),
+    ],
+)
+def test_bad_input_is_one_sentence_and_non_zero(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    r = shiftnet(tmp_path, *args)
+    assert r.returncode != 0
+    assert r.stderr.startswith("error: ") and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    port = free_udp_tcp_port()
+    env = dict(os.environ, SHIFTNET_HOME=str(tmp_path))
+    env.pop("SHIFTNET_STORE", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shiftnet.cli.main", "-v", "dns", "--listen", f"127.0.0.1:{port}",
+         "--ttl", "17", "--domain", "corp.example"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        out = ""
+        while time.monotonic() < deadline:
+            out = subprocess.run(
+                ["dig", "@127.0.0.1", "-p", str(port), "+time=1", "+tries=1",
+                 "dns-version.corp.example", "TXT", "+noall", "+answer"],
+                capture_output=True, text=True,
+            ).stdout  # fmt: skip
+            if " IN TXT " in " ".join(out.split()):
+                break
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert " ".join(out.split()) == 'dns-version.corp.example. 17 IN TXT "1.1.0"', err
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err

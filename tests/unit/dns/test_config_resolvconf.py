@@ -1,0 +1,94 @@
+"""Settings from flags and environment, and the resolver setup pods get."""
+
+from __future__ import annotations
+
+import pytest
+
+from shiftnet.dns.config import DNSConfig, parse_listen
+from shiftnet.dns.resolvconf import pod_environment, render_resolv_conf, search_path
+from shiftnet.errors import ConfigError
+
+
+def test_defaults() -> None:
+    cfg = DNSConfig.build(env={})
+    assert (cfg.listen_host, cfg.listen_port) == ("127.0.0.1", 8053)
+    assert cfg.zone_domain == "cluster.local" and cfg.ttl == 5 and cfg.upstreams == ()
+
+
+def test_environment_then_flags() -> None:
+    env = {
+        "SHIFTNET_DNS_LISTEN": "127.0.0.2:9053",
+        "SHIFTNET_DNS_DOMAIN": "corp.example",
+        "SHIFTNET_DNS_TTL": "30",
+        "SHIFTNET_DNS_UPSTREAM": "127.0.0.1:5353, 10.0.0.1",
+    }
+    cfg = DNSConfig.build(env=env)
+    assert (cfg.listen_host, cfg.listen_port, cfg.zone_domain, cfg.ttl) == (
+        "127.0.0.2",
+        9053,
+        "corp.example",
+        30,
+    )
+    assert cfg.upstreams == (("127.0.0.1", 5353), ("10.0.0.1", 53))
+    cfg = DNSConfig.build(listen="127.0.0.3:1053", ttl=0, upstreams=["127.0.0.9"], env=env)
+    assert (cfg.listen_host, cfg.listen_port, cfg.ttl) == ("127.0.0.3", 1053, 0)
+    assert cfg.upstreams == (("127.0.0.9", 53),)
+
+
+@pytest.mark.parametrize("text", ["8053", "localhost:8053", "127.0.0.1:", "127.0.0.1:70000", ":53"])
+def test_bad_listen(text: str) -> None:
+    with pytest.raises(ConfigError, match="listen address"):
+        parse_listen(text)
+
+
+def test_ipv6_listen() -> None:
+    assert parse_listen("[::1]:8053") == ("::1", 8053)
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [({"domain": "bad_domain"}, "domain"), ({"ttl": -1}, "ttl"), ({"max_udp_size": 100}, "UDP")],
+)
+def test_bad_config(kw: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        DNSConfig(**kw)  # type: ignore[arg-type]
+
+
+def test_bad_ttl_env() -> None:
+    with pytest.raises(ConfigError, match="SHIFTNET_DNS_TTL"):
+        DNSConfig.build(env={"SHIFTNET_DNS_TTL": "five"})
+
+
+def test_search_path() -> None:
+    assert search_path("shop") == ["shop.svc.cluster.local", "svc.cluster.local", "cluster.local"]
+    assert search_path("shop", "Corp.Example.") == [
+        "shop.svc.corp.example",
+        "svc.corp.example",
+        "corp.example",
+    ]
+    with pytest.raises(ValueError):
+        search_path("Bad_NS")
+
+
+def test_resolv_conf_on_port_53() -> None:
+    assert render_resolv_conf("shop", [("172.30.0.10", 53)]) == (
+        "search shop.svc.cluster.local svc.cluster.local cluster.local\n"
+        "nameserver 172.30.0.10\n"
+        "options ndots:5\n"
+    )
+
+
+def test_resolv_conf_names_a_non_standard_port_in_a_comment() -> None:
+    text = render_resolv_conf("shop", [("127.0.0.1", 8053)])
+    assert "nameserver 127.0.0.1\n" in text
+    assert "# cluster DNS listens on port 8053" in text
+
+
+def test_pod_environment() -> None:
+    env = pod_environment("shop", ("127.0.0.1", 8053), resolv_conf_path="/x/shop.conf")
+    assert env == {
+        "LOCALDOMAIN": "shop.svc.cluster.local svc.cluster.local cluster.local",
+        "RES_OPTIONS": "ndots:5",
+        "SHIFTNET_DNS_SERVER": "127.0.0.1:8053",
+        "SHIFTNET_RESOLV_CONF": "/x/shop.conf",
+    }
