@@ -145,3 +145,29 @@ async def test_hostname_for_subdomain_and_namespace_isolation(store_url) -> None
             lambda e: e is not None and bool(e.subsets),
         )
     assert [(a.ip, a.hostname) for a in ep.subsets[0].addresses] == [("127.10.0.2", "db-0")]
+
+
+async def test_restart_deletes_own_leftovers_but_not_user_endpoints(store_url) -> None:  # noqa: F811
+    async with running_master(store_url) as (_, client):
+        await client.create(service("gone", selector={"app": "g"}))
+        await client.create(pod("g", "127.10.0.2", labels={"app": "g"}))
+        await eventually(
+            lambda: endpoints(client, "gone"), lambda e: e.get("ready") == ["127.10.0.2"]
+        )
+        user = parse_object({
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "mine", "namespace": "default"},
+            "subsets": [{"addresses": [{"ip": "127.0.0.5"}], "ports": [{"port": 80}]}],
+        })
+        await client.create(user)
+    # the Service goes while no master runs
+    from shiftnet.store import open_store
+
+    store = open_store(store_url)
+    try:
+        await Client(store).delete(Service, "default", "gone")
+    finally:
+        await store.close()
+    async with running_master(store_url) as (_, client):
+        await eventually(lambda: endpoints(client, "gone"), lambda e: "missing" in e)
+        assert (await endpoints(client, "mine"))["ready"] == ["127.0.0.5"]

@@ -22,7 +22,15 @@ from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, NotFound
 from shiftnet.informer import Informers
 from shiftnet.master import metrics
-from shiftnet.master.endpoints_model import desired_endpoints, has_selector, same_content, selects
+from shiftnet.master.endpoints_model import (
+    CONTROLLER,
+    MANAGED_BY,
+    desired_endpoints,
+    has_selector,
+    managed,
+    same_content,
+    selects,
+)
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -49,6 +57,10 @@ class EndpointsController:
             if has_selector(s):
                 self._managed.add(s.key)
                 self.queue.add(s.key)
+        for ep in self.endpoints.list():
+            if managed(ep) and self.services.get(*ep.key) is None:
+                self._managed.add(ep.key)  # its Service went while we were down
+                self.queue.add(ep.key)
         await self.queue.start()
 
     async def stop(self) -> None:
@@ -109,6 +121,7 @@ class EndpointsController:
             update = have.model_copy(deep=True)
             update.subsets = want.subsets
             update.metadata.labels = want.metadata.labels
+            update.metadata.annotations[MANAGED_BY] = CONTROLLER
             try:
                 await self.client.update(update)
                 self._written(key, want)
@@ -119,6 +132,7 @@ class EndpointsController:
         def fn(ep: Endpoints) -> Endpoints:
             ep.subsets = want.subsets
             ep.metadata.labels = want.metadata.labels
+            ep.metadata.annotations[MANAGED_BY] = CONTROLLER
             return ep
 
         if await self.client.mutate(Endpoints, ns, name, fn) is not None:

@@ -31,6 +31,12 @@ from shiftnet.api.selectors import Selector
 
 PortSet = tuple[tuple[str, int, str], ...]  # (name, port, protocol), sorted
 
+# Marks Endpoints this controller wrote, so after a restart it knows which
+# leftovers (their Service deleted meanwhile) are its to delete, and never
+# deletes Endpoints a user wrote.
+MANAGED_BY = "shiftnet.io/managed-by"
+CONTROLLER = "endpoints-controller"
+
 
 def has_selector(svc: Service) -> bool:
     """An absent or empty selector means "endpoints are managed by the user"."""
@@ -123,15 +129,22 @@ def desired_endpoints(svc: Service, pods: Iterable[Pod]) -> Endpoints:
     """The whole Endpoints object (named as the Service, carrying its labels)."""
     ep = Endpoints.model_validate(
         {"metadata": {"name": svc.name, "namespace": svc.namespace,
-                      "labels": dict(sorted(svc.metadata.labels.items()))}}
+                      "labels": dict(sorted(svc.metadata.labels.items())),
+                      "annotations": {MANAGED_BY: CONTROLLER}}}
     )
     ep.subsets = desired_subsets(svc, pods)
     return ep
 
 
 def same_content(a: Endpoints, b: Endpoints) -> bool:
-    """Equal as far as this controller cares (subsets and labels)."""
+    """Equal as far as this controller cares (subsets, labels, the managed-by mark)."""
     return (
         [s.to_dict() for s in a.subsets] == [s.to_dict() for s in b.subsets]
         and a.metadata.labels == b.metadata.labels
+        and managed(a) == managed(b)
     )
+
+
+def managed(ep: Endpoints) -> bool:
+    """Written by this controller (not by a user)."""
+    return ep.metadata.annotations.get(MANAGED_BY) == CONTROLLER

@@ -45,6 +45,7 @@ def test_ready_and_not_ready_and_ineligible_pods() -> None:
     assert addr.target_ref is not None
     assert (addr.target_ref.kind, addr.target_ref.name, addr.node_name) == ("Pod", "a", "node-a")
     assert (ep.name, ep.namespace) == ("web", "default")
+    assert ep.metadata.annotations == {"shiftnet.io/managed-by": "endpoints-controller"}
 
 
 def test_publish_not_ready_addresses_puts_everyone_under_addresses() -> None:
