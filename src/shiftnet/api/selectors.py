@@ -11,13 +11,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shiftnet.api.names import label_value_errors, qualified_name_errors
 from shiftnet.errors import InvalidInput
 
-_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _TOKEN = re.compile(r"\s*(!=|==|=|\(|\)|,|!|[^\s=!(),]+)")
 
 
@@ -74,14 +70,16 @@ class Selector:
 
 
 def _check_key(key: str, text: str) -> str:
-    if not _KEY.match(key) or len(key.split("/")[-1]) > 63:
-        raise InvalidInput(f'label selector "{text}": invalid label key "{key}"')
+    reasons = qualified_name_errors(key)
+    if reasons:
+        raise InvalidInput(f'label selector "{text}": invalid label key "{key}": {reasons[0]}')
     return key
 
 
 def _check_value(value: str, text: str) -> str:
-    if len(value) > 63 or not _VALUE.match(value):
-        raise InvalidInput(f'label selector "{text}": invalid label value "{value}"')
+    reasons = label_value_errors(value)
+    if reasons:
+        raise InvalidInput(f'label selector "{text}": invalid label value "{value}": {reasons[0]}')
     return value
 
 
