@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shiftnet.cli.applying import apply_object, check_version
+from shiftnet.cli.applying import apply_documents
 from shiftnet.cli.manifests import read_manifests
 from shiftnet.cli.naming import object_ref
 from shiftnet.cli.objects import decode_documents
 from shiftnet.cli.runtime import client_from_args, run_async
-from shiftnet.errors import InvalidInput, ShiftnetError, StoreUnavailable
 
 
 def register(subparsers: Any) -> None:
@@ -41,21 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with client_from_args(args) as client:
-            for doc, obj in zip(docs, objects, strict=True):
-                try:
-                    await check_version(client, obj)
-                except StoreUnavailable:
-                    raise
-                except ShiftnetError as err:
-                    raise InvalidInput(f"{doc.where}: {err}") from None
-            for doc, obj in zip(docs, objects, strict=True):
-                try:
-                    result = await apply_object(client, obj)
-                except StoreUnavailable:
-                    raise
-                except ShiftnetError as err:
-                    raise InvalidInput(f"{doc.where}: {err}") from None
-                print(f"{object_ref(type(obj), obj.name)} {result.action}", flush=True)
+            async for _doc, result in apply_documents(client, docs, objects):
+                print(
+                    f"{object_ref(type(result.obj), result.obj.name)} {result.action}", flush=True
+                )
         return 0
 
     return int(run_async(go))

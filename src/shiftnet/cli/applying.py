@@ -10,12 +10,22 @@ and the result is ``unchanged``.
 from __future__ import annotations
 
 import copy
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from shiftnet.api import Resource
+from shiftnet.cli.manifests import Document
 from shiftnet.client import Client
-from shiftnet.errors import AlreadyExists, Conflict, InvalidObject, NotFound
+from shiftnet.errors import (
+    AlreadyExists,
+    Conflict,
+    InvalidInput,
+    InvalidObject,
+    NotFound,
+    ShiftnetError,
+    StoreUnavailable,
+)
 
 Action = Literal["created", "configured", "unchanged"]
 
@@ -140,3 +150,25 @@ async def apply_object(client: Client, wanted: Resource, attempts: int = 10) -> 
     raise Conflict(
         cls.RESOURCE, wanted.namespace, wanted.name, f"gave up after {attempts} attempts"
     )
+
+
+async def apply_documents(
+    client: Client, docs: Sequence[Document], objects: Sequence[Resource]
+) -> AsyncIterator[tuple[Document, Applied]]:
+    """``apply`` of decoded manifests: check every pinned resourceVersion first, then
+    create/update each in order, yielding as it goes. Errors name the document."""
+    for doc, obj in zip(docs, objects, strict=True):
+        try:
+            await check_version(client, obj)
+        except StoreUnavailable:
+            raise
+        except ShiftnetError as err:
+            raise InvalidInput(f"{doc.where}: {err}") from None
+    for doc, obj in zip(docs, objects, strict=True):
+        try:
+            result = await apply_object(client, obj)
+        except StoreUnavailable:
+            raise
+        except ShiftnetError as err:
+            raise InvalidInput(f"{doc.where}: {err}") from None
+        yield doc, result
