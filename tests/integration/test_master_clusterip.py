@@ -161,3 +161,15 @@ async def test_claims_written_while_master_was_down_oldest_wins(store_url) -> No
     assert newer.spec.cluster_ip is None
     assert "provided IP is already allocated" in newer.metadata.annotations[ERROR_ANNOTATION]
     assert got["plain"] not in ("127.30.0.7", None)
+
+
+async def test_stored_service_network_wins_over_a_changed_setting(store_url) -> None:  # noqa: F811
+    async with running_master(store_url, SMALL) as (_, client):
+        await client.create(service("one"))
+        await eventually(lambda: ips(client), all_allocated(1))
+    other = MasterConfig.build(service_network="127.32.0.0/16")
+    async with running_master(store_url, other) as (master, client):
+        await client.create(service("two"))
+        got = await eventually(lambda: ips(client), all_allocated(2))
+        assert master.cluster_ips.range.cidr == "127.31.0.0/29"
+    assert got == {"one": "127.31.0.1", "two": "127.31.0.2"}

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"master running: cluster network {master.subnets.range.cidr} "
                 f"(/{master.subnets.range.prefixlen} per node), service network "
-                f"{config.service_network}",
+                f"{master.cluster_ips.range.cidr}",
                 flush=True,
             )
             await asyncio.Event().wait()

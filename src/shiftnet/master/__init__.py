@@ -54,7 +54,9 @@ class Master:
     async def start(self) -> None:
         if self._started:
             return
-        await self.subnets.ensure_cluster_network()
+        cn = await self.subnets.ensure_cluster_network()
+        if cn.service_network and cn.service_network != self.cluster_ips.range.cidr:
+            self.cluster_ips.use_network(cn.service_network)
         await self.informers.start()
         await self.subnets.start()
         await self.cluster_ips.start()
@@ -64,7 +66,7 @@ class Master:
         self._started = True
         log.info(
             "master started mode=%s cluster_network=%s service_network=%s",
-            self.config.network_mode, self.subnets.range.cidr, self.config.service_network,
+            self.config.network_mode, self.subnets.range.cidr, self.cluster_ips.range.cidr,
         )
 
     async def stop(self) -> None:

@@ -124,6 +124,20 @@ class ClusterIPAllocator:
 
     # ------------------------------------------------------------ lifecycle
 
+    def use_network(self, cidr: str) -> None:
+        """Adopt the service network stored in ClusterNetwork ``default`` (before start):
+        once ClusterIPs are handed out, changing the range would strand them."""
+        try:
+            stored = IPRange.for_services(cidr)
+        except AllocationError as exc:
+            log.error("stored service network unusable, using the setting error=%s", exc)
+            return
+        log.warning(
+            "service network setting ignored, the stored one is kept stored=%s setting=%s",
+            stored.cidr, self.range.cidr,
+        )
+        self.range = stored
+
     def rebuild(self) -> None:
         """Take every address the stored Services already hold; the oldest claim wins."""
         claims = [
