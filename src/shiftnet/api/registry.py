@@ -137,7 +137,9 @@ def parse_object(raw: Any, *, source: str = "") -> Resource:
     try:
         obj = cls.model_validate({**raw, "apiVersion": cls.API_VERSION})
     except ValidationError as exc:
-        err = exc.errors()[0]
+        found = exc.errors()
+        # A misspelt field is both "unknown" and "missing"; the unknown name is the cause.
+        err = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
         field = _path(tuple(err["loc"]), cls)
         msg = _shape_message(err["type"], err.get("input"), err["msg"])
         raise InvalidObject(kind, name, field, f"{where}{msg}" if where else msg) from None
