@@ -213,6 +213,8 @@ def env_var_name_errors(value: str) -> list[str]:
 def ip_errors(value: str) -> list[str]:
     """Problems with ``value`` as an IPv4 or IPv6 address (no zone, no prefix)."""
     try:
+        if "%" in value:  # Python accepts IPv6 zones ("fe80::1%eth0"); Kubernetes does not
+            raise ValueError(value)
         ipaddress.ip_address(value)
     except ValueError:
         return ["must be a valid IP address (e.g. 10.9.8.7 or 2001:db8::ffff)"]
