@@ -16,6 +16,7 @@ import collections
 import json
 import socket
 import sys
+import time
 
 
 class NamedBackend:
@@ -129,6 +130,16 @@ async def hold(host: str, port: int) -> None:
     writer.close()
 
 
+async def latency(host: str, port: int, n: int) -> list[float]:
+    """Connect-and-read-greeting times in milliseconds (connection setup through the rules)."""
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await who(host, port)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
 async def _serve(name: str, host: str, port: int) -> None:
     await NamedBackend(name, host, port).start()
     print("ready", flush=True)
@@ -142,6 +153,8 @@ def main(argv: list[str]) -> None:
     elif cmd == "count":
         res = asyncio.run(count(rest[0], int(rest[1]), int(rest[2]), "--udp" in rest))
         print(json.dumps(res))
+    elif cmd == "latency":
+        print(json.dumps(asyncio.run(latency(rest[0], int(rest[1]), int(rest[2])))))
     elif cmd == "hold":
         asyncio.run(hold(rest[0], int(rest[1])))
     else:

@@ -60,6 +60,13 @@ def register(subparsers: Any) -> None:
         help="coalesce changes: at most one sync per interval",
     )
     p.add_argument(
+        "--iptables-backend",
+        choices=("nft", "legacy"),
+        default=os.environ.get("SHIFTNET_PROXY_IPTABLES_BACKEND", "nft"),
+        help="iptables mode: iptables-nft or iptables-legacy tools (must match what the host "
+        "uses); env SHIFTNET_PROXY_IPTABLES_BACKEND",
+    )
+    p.add_argument(
         "--cleanup",
         action="store_true",
         help="kernel modes: remove the rules on exit (default: leave them serving)",
@@ -76,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         "spread": args.kernel_spread,
         "cluster_cidr": args.cluster_cidr,
         "masquerade_all": args.masquerade_all,
+        "iptables_backend": args.iptables_backend,
     }
     if args.netns:
         kernel["netns"] = args.netns
@@ -85,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
         min_sync_interval=args.min_sync_interval,
         userspace=UserspaceConfig(udp_idle_timeout=args.udp_idle_timeout),
     )
+
+    try:  # user space relays bytes in the event loop: uvloop roughly doubles throughput
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    except ImportError:
+        pass
 
     async def serve() -> int:
         from shiftnet.proxy import ServiceProxy

@@ -144,7 +144,8 @@ def _service_rules(entry: ServiceEntry, config: IptConfig) -> tuple[list[str], l
             )
         else:
             rules.append(
-                f"-A {svc} {comment} -m statistic --mode random --probability {1 / (n - i):.11f} -j {sep}"
+                f"-A {svc} {comment} -m statistic --mode random "
+                f"--probability {1 / (n - i):.11f} -j {sep}"
             )
     proto = ipt_value("proto", entry.protocol)
     for backend, sep in zip(entry.backends, seps, strict=True):

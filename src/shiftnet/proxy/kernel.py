@@ -10,6 +10,7 @@ and the benchmark keep away from the host's own tables.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -45,10 +46,13 @@ class KernelConfig:
     cluster_cidr: str | None = None
     masquerade_all: bool = False
     nft_table: str = "shiftnet-proxy"
+    iptables_backend: str = "nft"  # or "legacy" (iptables-legacy-restore: x_tables, much faster)
 
     def __post_init__(self) -> None:
         if self.mode not in ("nftables", "iptables"):
             raise ConfigError(f"proxy mode {self.mode!r} is not nftables or iptables")
+        if self.iptables_backend not in ("nft", "legacy"):
+            raise ConfigError(f"iptables backend {self.iptables_backend!r} is not nft or legacy")
         if self.netns is not None and not _NETNS_RE.match(self.netns):
             raise ConfigError(f"network namespace name {self.netns!r} is not valid")
 
@@ -125,13 +129,21 @@ class KernelProxier:
             self.last_apply_seconds,
         )
 
+    def _ipt(self, tool: str) -> str:
+        """iptables / iptables-save / iptables-restore of the configured backend."""
+        if self.config.iptables_backend == "legacy":
+            return tool.replace("iptables", "iptables-legacy", 1)
+        return tool
+
     async def apply_nft(self, script: str) -> None:
         await run_command(["nft", "-f", "-"], script, self.config.netns)
 
     async def _existing_ipt_chains(self) -> set[str]:
         found: set[str] = set()
         for tbl in ("nat", "filter"):
-            out = await run_command(["iptables-save", "-t", tbl], netns=self.config.netns)
+            out = await run_command(
+                [self._ipt("iptables-save"), "-t", tbl], netns=self.config.netns
+            )
             found |= {m.group(1) for m in re.finditer(r"^:(KUBE-(?:SVC|SEP)-\S+)", out, re.M)}
         return found
 
@@ -140,23 +152,23 @@ class KernelProxier:
             await self._ensure_jumps()
             self._ipt_chains = await self._existing_ipt_chains()
         text, owned = iptables.render_restore(table, self.ipt, self._ipt_chains)
-        await run_command(["iptables-restore", "--noflush"], text, self.config.netns)
+        await run_command([self._ipt("iptables-restore"), "--noflush"], text, self.config.netns)
         self._ipt_chains = owned
 
     async def _ensure_jumps(self) -> None:
         # our chains must exist before a jump to them can be added
         base = "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-POSTROUTING - [0:0]\nCOMMIT\n"
         base += "*filter\n:KUBE-SERVICES - [0:0]\nCOMMIT\n"
-        await run_command(["iptables-restore", "--noflush"], base, self.config.netns)
+        await run_command([self._ipt("iptables-restore"), "--noflush"], base, self.config.netns)
         for tbl, chain, target in iptables.JUMPS:
             rule = [chain, "-j", target]
             try:
                 await run_command(
-                    ["iptables", "-w", "-t", tbl, "-C", *rule], netns=self.config.netns
+                    [self._ipt("iptables"), "-w", "-t", tbl, "-C", *rule], netns=self.config.netns
                 )
             except KernelApplyError:
                 await run_command(
-                    ["iptables", "-w", "-t", tbl, "-I", *rule], netns=self.config.netns
+                    [self._ipt("iptables"), "-w", "-t", tbl, "-I", *rule], netns=self.config.netns
                 )
 
     async def cleanup(self) -> None:
@@ -170,14 +182,12 @@ class KernelProxier:
             )
         else:
             for tbl, chain, target in iptables.JUMPS:
-                try:
+                with contextlib.suppress(KernelApplyError):
                     await run_command(
-                        ["iptables", "-w", "-t", tbl, "-D", chain, "-j", target],
+                        [self._ipt("iptables"), "-w", "-t", tbl, "-D", chain, "-j", target],
                         netns=self.config.netns,
                     )
-                except KernelApplyError:
-                    pass
             chains = await self._existing_ipt_chains()
             text, _ = iptables.render_restore(ServiceTable(), self.ipt, chains)
-            await run_command(["iptables-restore", "--noflush"], text, self.config.netns)
+            await run_command([self._ipt("iptables-restore"), "--noflush"], text, self.config.netns)
         self.in_sync = False

@@ -217,7 +217,8 @@ def merge_entries(
                         entry.id.namespace,
                         entry.id.name,
                         "spec.clusterIP",
-                        f"{entry.cluster_ip}:{entry.port}/{entry.protocol} is already used by {holder}",
+                        f"{entry.cluster_ip}:{entry.port}/{entry.protocol} "
+                        f"is already used by {holder}",
                     )
                 )
                 continue

@@ -62,9 +62,8 @@ class _Half(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.set_write_buffer_limits(high=HIGH_WATER)
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
+        self.transport.set_write_buffer_limits(high=HIGH_WATER)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -119,7 +118,7 @@ class _ClientSide(_Half):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self.service.connections.add(self)
-        asyncio.get_running_loop().create_task(self.service.connect(self))
+        self.connecting = asyncio.get_running_loop().create_task(self.service.connect(self))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.service.connections.discard(self)
@@ -253,6 +252,7 @@ class UDPService(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
         self.sessions: dict[tuple[str, int], _UDPSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._opening: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -276,8 +276,9 @@ class UDPService(asyncio.DatagramProtocol):
                 return
             session = _UDPSession(self, client)
             self.sessions[client] = session
-            loop = asyncio.get_running_loop()
-            loop.create_task(self._open(session, backend))
+            task = asyncio.get_running_loop().create_task(self._open(session, backend))
+            self._opening.add(task)
+            task.add_done_callback(self._opening.discard)
         session.send(data)
 
     async def _open(self, session: _UDPSession, backend: Backend) -> None:

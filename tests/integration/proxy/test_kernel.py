@@ -14,14 +14,14 @@ import subprocess
 import time
 
 import pytest
+from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
+from tests.support.proxy_netns import Topology
 
 from shiftnet.api import Service
 from shiftnet.client import Client
 from shiftnet.proxy import ProxyConfig, ServiceProxy
 from shiftnet.proxy.kernel import KernelApplyError, KernelConfig
 from shiftnet.store import open_store
-from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
-from tests.support.proxy_netns import Topology, sh
 
 pytestmark = [
     pytest.mark.integration,
@@ -68,7 +68,6 @@ async def kenv(request, topo, tmp_path):  # type: ignore[no-untyped-def]
         for p in proxies:
             await p.stop(cleanup=True)
         await store.close()
-        sh("ip", "netns", "exec", topo.node, "conntrack", "-F", check=False)
 
 
 def all_backends(topo) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]

@@ -8,14 +8,14 @@ import random
 from collections import Counter
 
 import pytest
+from tests.support.ports import free_port
+from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
+from tests.support.proxy_peers import NamedBackend, who, who_udp
 
 from shiftnet.client import Client
 from shiftnet.proxy import ProxyConfig, ServiceProxy
 from shiftnet.proxy.userspace import UserspaceConfig
 from shiftnet.store import open_store
-from tests.support.ports import free_port
-from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
-from tests.support.proxy_peers import NamedBackend, who, who_udp
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,354 @@
+"""Service proxy benchmark: kernel-mode sync times and connection setup, user-space throughput.
+
+    sudo .venv/bin/python bench/proxy_scale.py [--quick] [--json bench/results/proxy_scale.json]
+
+Kernel modes run inside network namespaces this script creates (and deletes):
+full sync at 1,000 and 10,000 services x 10 endpoints, one-service change at
+10,000 (through ProxyChanges, so the diff is included), for nftables and
+iptables; connection setup latency from a client namespace to the first and
+the 10,000th service. User space: wrk through `shiftnet proxy --mode
+userspace` vs straight to the backend (nginx) vs HAProxy in TCP mode, same
+traffic, same machine, one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from tests.support.proxy_netns import Topology  # noqa: E402
+
+from shiftnet.api import Endpoints, Service  # noqa: E402
+from shiftnet.proxy.changes import ProxyChanges  # noqa: E402
+from shiftnet.proxy.kernel import KernelConfig, KernelProxier  # noqa: E402
+
+ENDPOINTS = 10
+
+
+def vip(i: int) -> str:
+    return f"172.30.{i // 250}.{i % 250 + 1}"
+
+
+def objects(n: int, real_backend: str | None = None) -> tuple[dict, dict]:
+    """n Services x 10 endpoints; services 0 and n-1 point at ``real_backend`` only."""
+    svcs: dict[tuple[str, str], Service] = {}
+    eps: dict[tuple[str, str], Endpoints] = {}
+    for i in range(n):
+        name = f"svc-{i:05d}"
+        svcs[("bench", name)] = Service.model_validate(
+            {
+                "metadata": {"name": name, "namespace": "bench"},
+                "spec": {"clusterIP": vip(i), "ports": [{"name": "http", "port": 80}]},
+            }
+        )
+        if real_backend and i in (0, n - 1):
+            addrs = [{"ip": real_backend}]
+        else:
+            addrs = [
+                {
+                    "ip": f"10.{100 + (i * ENDPOINTS + j) // 62500}."
+                    f"{(i * ENDPOINTS + j) // 250 % 250}.{(i * ENDPOINTS + j) % 250 + 1}"
+                }
+                for j in range(ENDPOINTS)
+            ]
+        eps[("bench", name)] = Endpoints.model_validate(
+            {
+                "metadata": {"name": name, "namespace": "bench"},
+                "subsets": [{"addresses": addrs, "ports": [{"name": "http", "port": 8080}]}],
+            }
+        )
+    return svcs, eps
+
+
+async def kernel_case(
+    mode: str, n: int, topo: Topology, real_backend: str, backend: str = "nft"
+) -> dict:
+    svcs, eps = objects(n, real_backend)
+    changes = ProxyChanges()
+    for key in svcs:
+        changes.mark(*key)
+    kernel = KernelProxier(KernelConfig(mode=mode, netns=topo.node, iptables_backend=backend))
+    t0 = time.perf_counter()
+    table, diff = changes.take(lambda ns, nm: svcs.get((ns, nm)), lambda ns, nm: eps.get((ns, nm)))
+    t1 = time.perf_counter()
+    await kernel.sync(table, None)
+    t2 = time.perf_counter()
+    label = mode if mode == "nftables" else f"ipt-{backend}"
+    result = {"mode": label, "services": n, "model_s": t1 - t0, "full_sync_s": t2 - t1}
+    # one-service change: one endpoint of one service replaced
+    key = ("bench", f"svc-{n // 2:05d}")
+    eps[key].subsets[0].addresses[0].ip = "10.99.99.99"
+    t3 = time.perf_counter()
+    changes.mark(*key)
+    table, diff = changes.take(lambda ns, nm: svcs.get((ns, nm)), lambda ns, nm: eps.get((ns, nm)))
+    t4 = time.perf_counter()
+    await kernel.sync(table, diff)
+    t5 = time.perf_counter()
+    result.update(change_model_s=t4 - t3, change_apply_s=t5 - t4, change_total_s=t5 - t3)
+    # idempotence: re-applying the same full ruleset changes nothing and must succeed
+    if n >= 10000:
+        for label, idx in (("first", 0), ("last", n - 1)):
+            lat = json.loads(
+                subprocess.run(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        topo.client,
+                        sys.executable,
+                        "-m",
+                        "tests.support.proxy_peers",
+                        "latency",
+                        vip(idx),
+                        "80",
+                        "200",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=ROOT,
+                    env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                ).stdout
+            )
+            lat.sort()
+            result[f"connect_{label}_p50_ms"] = statistics.median(lat)
+            result[f"connect_{label}_p99_ms"] = lat[int(len(lat) * 0.99) - 1]
+    await kernel.cleanup()
+    return result
+
+
+def kernel_bench(sizes: list[int]) -> list[dict]:
+    results = []
+    topo = Topology(backends=1).create()
+    try:
+        topo.start_backends(8080)
+        real = topo.backend_ip(1)
+        cases = [("nftables", n, "nft") for n in sizes]
+        cases += [("iptables", n, "legacy") for n in sizes]
+        # iptables-nft needs ~40 s for 1,000 services here; 10,000 would take most of an hour
+        cases += [("iptables", n, "nft") for n in sizes if n <= 1000]
+        for mode, n, backend in cases:
+            print(f"  kernel {mode}/{backend} {n} services ...", file=sys.stderr, flush=True)
+            results.append(asyncio.run(kernel_case(mode, n, topo, real, backend)))
+    finally:
+        topo.destroy()
+    return results
+
+
+# ---------------------------------------------------------------- user space
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_port(host: str, port: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{host}:{port} never opened")
+
+
+def wrk(url: str, seconds: int, connections: int) -> dict:
+    out = subprocess.run(
+        ["wrk", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "--latency", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    scale = {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: .*", out)
+    return {
+        "rps": rps,
+        "p99_ms": float(p99.group(1)) * scale,
+        "errors": errors.group(0) if errors else "",
+    }
+
+
+def userspace_bench(seconds: int, connections: int) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="sn-proxy-bench-"))
+    procs: list[subprocess.Popen] = []
+    try:
+        backend_port = free_port()
+        (work / "nginx.conf").write_text(
+            f"worker_processes 1; daemon off; pid {work}/nginx.pid; error_log stderr error;\n"
+            "events { worker_connections 4096; }\n"
+            "http { access_log off; keepalive_requests 1000000;\n"
+            f"  server {{ listen 127.0.0.1:{backend_port}; location / {{ return 200 'ok'; }} }} }}\n"
+        )
+        procs.append(subprocess.Popen(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work)]))
+        wait_port("127.0.0.1", backend_port)
+
+        haproxy_ports = {}
+        for label, threads in (("haproxy_tcp", 1), ("haproxy_tcp_2threads", 2)):
+            port = haproxy_ports[label] = free_port()
+            cfg = work / f"{label}.cfg"
+            cfg.write_text(
+                f"global\n  maxconn 4000\n  nbthread {threads}\n"
+                "defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n"
+                "  timeout server 60s\n"
+                f"listen svc\n  bind 127.0.0.1:{port}\n  balance roundrobin\n"
+                f"  server b1 127.0.0.1:{backend_port}\n"
+            )
+            procs.append(subprocess.Popen(["haproxy", "-f", str(cfg)]))
+            wait_port("127.0.0.1", port)
+
+        store = f"sqlite:///{work}/state.db"
+        cluster_ip, svc_port = "127.30.250.1", free_port("127.30.250.1")
+        asyncio.run(_write_service(store, cluster_ip, svc_port, backend_port))
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "shiftnet.cli.main",
+                    "--store",
+                    store,
+                    "--state-dir",
+                    str(work),
+                    "proxy",
+                    "--mode",
+                    "userspace",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+            )
+        )
+        wait_port(cluster_ip, svc_port)
+
+        res = {}
+        for label, url in (
+            ("direct", f"http://127.0.0.1:{backend_port}/"),
+            ("haproxy_tcp", f"http://127.0.0.1:{haproxy_ports['haproxy_tcp']}/"),
+            ("haproxy_tcp_2threads", f"http://127.0.0.1:{haproxy_ports['haproxy_tcp_2threads']}/"),
+            ("userspace", f"http://{cluster_ip}:{svc_port}/"),
+        ):
+            wrk(url, 1, connections)  # warm-up
+            res[label] = wrk(url, seconds, connections)
+        res["ratio_userspace_vs_haproxy"] = res["userspace"]["rps"] / res["haproxy_tcp"]["rps"]
+        res["ratio_userspace_vs_haproxy_2threads"] = (
+            res["userspace"]["rps"] / res["haproxy_tcp_2threads"]["rps"]
+        )
+        return res
+    finally:
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def _write_service(store_url: str, ip: str, port: int, backend_port: int) -> None:
+    from shiftnet.client import Client
+    from shiftnet.store import open_store
+
+    store = open_store(store_url)
+    client = Client(store)
+    await client.create(
+        Service.model_validate(
+            {
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"clusterIP": ip, "ports": [{"name": "http", "port": port}]},
+            }
+        )
+    )
+    await client.create(
+        Endpoints.model_validate(
+            {
+                "metadata": {"name": "web", "namespace": "default"},
+                "subsets": [
+                    {
+                        "addresses": [{"ip": "127.0.0.1"}],
+                        "ports": [{"name": "http", "port": backend_port}],
+                    }
+                ],
+            }
+        )
+    )
+    await store.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="100 and 1,000 services, 3 s wrk runs")
+    ap.add_argument("--json", default="bench/results/proxy_scale.json")
+    ap.add_argument("--skip-kernel", action="store_true")
+    ap.add_argument("--skip-userspace", action="store_true")
+    args = ap.parse_args()
+    sizes = [100, 1000] if args.quick else [1000, 10000]
+    out: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()} cpus"}
+    if not args.skip_kernel:
+        out["kernel"] = kernel_bench(sizes)
+    if not args.skip_userspace:
+        out["userspace"] = userspace_bench(3 if args.quick else 10, 50)
+    print_table(out)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwrote {args.json}")
+
+
+def print_table(out: dict) -> None:
+    if "kernel" in out:
+        print("\nkernel modes (10 endpoints per service)")
+        print(
+            f"{'mode':<12} {'services':>8} {'model s':>8} {'full sync s':>11} "
+            f"{'1-svc change ms':>15} {'(apply ms)':>10} {'conn 1st p50/p99 ms':>20} "
+            f"{'conn last p50/p99 ms':>21}"
+        )
+        for r in out["kernel"]:
+            first = (
+                f"{r['connect_first_p50_ms']:.2f}/{r['connect_first_p99_ms']:.2f}"
+                if "connect_first_p50_ms" in r
+                else "-"
+            )
+            last = (
+                f"{r['connect_last_p50_ms']:.2f}/{r['connect_last_p99_ms']:.2f}"
+                if "connect_last_p50_ms" in r
+                else "-"
+            )
+            print(
+                f"{r['mode']:<12} {r['services']:>8} {r['model_s']:>8.2f} "
+                f"{r['full_sync_s']:>11.2f} "
+                f"{r['change_total_s'] * 1000:>15.1f} {r['change_apply_s'] * 1000:>10.1f} "
+                f"{first:>20} {last:>21}"
+            )
+    if "userspace" in out:
+        u = out["userspace"]
+        print("\nuser space: wrk -t1 -c50, HTTP 'ok' from nginx")
+        print(f"{'path':<22} {'req/s':>10} {'p99 ms':>8}")
+        for label in ("direct", "haproxy_tcp", "haproxy_tcp_2threads", "userspace"):
+            print(f"{label:<22} {u[label]['rps']:>10.0f} {u[label]['p99_ms']:>8.2f}")
+        print(f"userspace / haproxy_tcp (nbthread 1) = {u['ratio_userspace_vs_haproxy']:.2f}")
+        print(
+            f"userspace / haproxy_tcp (nbthread 2) = {u['ratio_userspace_vs_haproxy_2threads']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
