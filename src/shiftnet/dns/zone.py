@@ -6,28 +6,24 @@ SRV for named ports, PTR for service and endpoint IPs, ExternalName CNAMEs
 and ``dns-version.<zone>`` TXT. :func:`build_zone` turns a snapshot of the
 informer caches into a :class:`Zone`; :meth:`Zone.resolve` answers one
 question. No I/O, no clocks: the same objects give the same answers.
+
+Records are kept as plain strings and tuples keyed by lowercase owner text
+(building a zone of 10,000 services must take milliseconds, not the seconds
+dnspython objects cost); RRsets are made only when a name is first asked for.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import dns.exception
 import dns.name
 import dns.rcode
 import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
-import dns.rdtypes.ANY.CNAME
-import dns.rdtypes.ANY.NS
-import dns.rdtypes.ANY.PTR
-import dns.rdtypes.ANY.SOA
-import dns.rdtypes.ANY.TXT
-import dns.rdtypes.IN.A
-import dns.rdtypes.IN.AAAA
-import dns.rdtypes.IN.SRV
 import dns.rrset
 from shiftnet.api import Endpoints, Service
 from shiftnet.dns.names import dns_label, is_dns1123_subdomain, is_port_name
@@ -37,6 +33,7 @@ TOLERATE_UNREADY = "service.alpha.kubernetes.io/tolerate-unready-endpoints"
 SRV_PRIORITY = 10  # values the specification's own example uses
 SRV_WEIGHT = 100
 MAX_CNAME_CHAIN = 8
+MAX_NAME_TEXT = 254  # presentation form with the final dot: 255 octets on the wire
 
 IN = dns.rdataclass.IN
 A = dns.rdatatype.A
@@ -50,6 +47,9 @@ SRV = dns.rdatatype.SRV
 TXT = dns.rdatatype.TXT
 
 Name = dns.name.Name
+# One record's data in presentation form: an address, a target name, a TXT
+# string, SRV (priority, weight, port, target) or the SOA fields.
+RData = str | tuple[int, int, int, str] | tuple[str, str, int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -84,69 +84,65 @@ class Problem:
 
 @dataclass
 class _Builder:
-    origin: Name
-    ttl: int
-    rdata: dict[Name, dict[int, set[dns.rdata.Rdata]]] = field(default_factory=dict)
+    records: dict[str, dict[int, set[RData]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
-    def add(self, owner: Name, rd: dns.rdata.Rdata) -> None:
-        self.rdata.setdefault(owner, {}).setdefault(rd.rdtype, set()).add(rd)
+    def add(self, owner: str, rdtype: int, rdata: RData) -> None:
+        if len(owner) > MAX_NAME_TEXT:
+            raise ValueError(f"name {owner[:40]}... is longer than 255 octets")
+        self.records.setdefault(owner, {}).setdefault(rdtype, set()).add(rdata)
 
-    def touch(self, owner: Name) -> None:
+    def touch(self, owner: str) -> None:
         """Make ``owner`` exist even without records (NODATA rather than NXDOMAIN)."""
-        self.rdata.setdefault(owner, {})
+        if len(owner) > MAX_NAME_TEXT:
+            raise ValueError(f"name {owner[:40]}... is longer than 255 octets")
+        self.records.setdefault(owner, {})
 
 
-# dnspython's rdata constructors are untyped; these are the only calls to them.
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _ptr(target: Name) -> dns.rdata.Rdata:
-    return dns.rdtypes.ANY.PTR.PTR(IN, PTR, target)  # type: ignore[no-untyped-call]
-
-
-def _cname(target: Name) -> dns.rdata.Rdata:
-    return dns.rdtypes.ANY.CNAME.CNAME(IN, CNAME, target)  # type: ignore[no-untyped-call]
-
-
-def _srv(port: int, target: Name) -> dns.rdata.Rdata:
-    return dns.rdtypes.IN.SRV.SRV(  # type: ignore[no-untyped-call]
-        IN, SRV, SRV_PRIORITY, SRV_WEIGHT, port, target
-    )
-
-
-def _address_rdata(ip: str) -> dns.rdata.Rdata:
-    addr = ipaddress.ip_address(ip)
-    if addr.version == 4:
-        return dns.rdtypes.IN.A.A(IN, A, str(addr))  # type: ignore[no-untyped-call]
-    return dns.rdtypes.IN.AAAA.AAAA(IN, AAAA, str(addr))  # type: ignore[no-untyped-call]
-
-
-def reverse_name(ip: str) -> Name:
+def reverse_name(ip: str | Address) -> str:
     """``d.c.b.a.in-addr.arpa.`` (or the ip6.arpa nibble name) of an address."""
-    return dns.name.from_text(ipaddress.ip_address(ip).reverse_pointer + ".")
+    addr = ipaddress.ip_address(ip) if isinstance(ip, str) else ip
+    return addr.reverse_pointer + "."
 
 
-def _endpoint_label(ip: str, hostname: str | None) -> bytes:
+@functools.lru_cache(maxsize=65536)
+def _label(value: str) -> str:
+    """Validated once per distinct string: namespaces and port names repeat a lot."""
+    return dns_label(value).decode("ascii")
+
+
+def _address_type(addr: Address) -> int:
+    return A if addr.version == 4 else AAAA
+
+
+def _endpoint_label(addr: Address, hostname: str | None) -> str:
     """The endpoint's hostname, or the dashed address as its system-assigned identifier."""
     if hostname:
-        return dns_label(hostname)
-    addr = ipaddress.ip_address(ip)
-    text = str(addr).replace(".", "-") if addr.version == 4 else addr.exploded.replace(":", "-")
-    return text.encode("ascii")
+        return _label(hostname)
+    return str(addr).replace(".", "-") if addr.version == 4 else addr.exploded.replace(":", "-")
 
 
-def _valid_ip(ip: str | None) -> str | None:
+def _valid_ip(ip: str | None) -> Address | None:
     if not ip:
         return None
     try:
-        return str(ipaddress.ip_address(ip))
+        return ipaddress.ip_address(ip)
     except ValueError:
         return None
 
 
-def _add_service(b: _Builder, svc: Service, eps: Endpoints | None, cfg: ZoneConfig) -> None:
+def _srv_owner(port_name: str, protocol: str, svc_name: str) -> str:
+    return f"_{_label(port_name)}._{_label(protocol.lower())}.{svc_name}"
+
+
+def _add_service(
+    b: _Builder, svc: Service, eps: Endpoints | None, cfg: ZoneConfig, origin: str
+) -> None:
     ns, name = svc.metadata.namespace or "", svc.metadata.name
-    svc_name = Name((dns_label(name), dns_label(ns), b"svc", *b.origin.labels))
+    svc_name = f"{_label(name)}.{_label(ns)}.svc.{origin}"
     spec = svc.spec
 
     if spec.type == "ExternalName":
@@ -155,8 +151,7 @@ def _add_service(b: _Builder, svc: Service, eps: Endpoints | None, cfg: ZoneConf
             raise ValueError(
                 f"spec.externalName {spec.external_name!r} is not a DNS-1123 subdomain"
             )
-        tname = Name((*(p.encode("ascii") for p in target.split(".")), b""))
-        b.add(svc_name, _cname(tname))
+        b.add(svc_name, CNAME, target + ".")
         return
 
     if spec.headless:
@@ -171,21 +166,16 @@ def _add_service(b: _Builder, svc: Service, eps: Endpoints | None, cfg: ZoneConf
                 Problem("Service", ns, name, f"spec.clusterIP {spec.cluster_ip!r} is not an IP")
             )
         return
-    b.add(svc_name, _address_rdata(ip))
-    b.add(reverse_name(ip), _ptr(svc_name))
+    b.add(svc_name, _address_type(ip), str(ip))
+    b.add(reverse_name(ip), PTR, svc_name)
     for port in spec.ports:
         if port.name and is_port_name(port.name):
             owner = _srv_owner(port.name, port.protocol, svc_name)
-            b.add(owner, _srv(port.port, svc_name))
-
-
-def _srv_owner(port_name: str, protocol: str, svc_name: Name) -> Name:
-    proto = dns_label(protocol.lower())
-    return Name((b"_" + dns_label(port_name), b"_" + proto, *svc_name.labels))
+            b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, svc_name))
 
 
 def _add_headless(
-    b: _Builder, svc: Service, svc_name: Name, eps: Endpoints | None, cfg: ZoneConfig
+    b: _Builder, svc: Service, svc_name: str, eps: Endpoints | None, cfg: ZoneConfig
 ) -> None:
     ns, name = svc.metadata.namespace or "", svc.metadata.name
     tolerate = svc.spec.publish_not_ready_addresses or (
@@ -204,18 +194,19 @@ def _add_headless(
                 )
                 continue
             try:
-                host = Name((_endpoint_label(ip, addr.hostname), *svc_name.labels))
+                host = f"{_endpoint_label(ip, addr.hostname)}.{svc_name}"
             except ValueError as exc:
                 b.problems.append(Problem("Endpoints", ns, name, f"hostname: {exc}"))
                 continue
             any_ready = True
-            rd = _address_rdata(ip)
-            b.add(svc_name, rd)
-            b.add(host, rd)
-            b.add(reverse_name(ip), _ptr(host))
+            rdtype, text = _address_type(ip), str(ip)
+            b.add(svc_name, rdtype, text)
+            b.add(host, rdtype, text)
+            b.add(reverse_name(ip), PTR, host)
             for port in subset.ports:
                 if port.name and is_port_name(port.name):
-                    b.add(_srv_owner(port.name, port.protocol, svc_name), _srv(port.port, host))
+                    owner = _srv_owner(port.name, port.protocol, svc_name)
+                    b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, host))
     if any_ready or not cfg.headless_empty_nxdomain:
         b.touch(svc_name)
 
@@ -227,135 +218,152 @@ def build_zone(
     serial: int = 1,
 ) -> Zone:
     """The zone for one snapshot of the cluster; invalid objects are skipped and reported."""
-    origin = Name((*(dns_label(p) for p in config.domain.lower().strip(".").split(".")), b""))
-    b = _Builder(origin=origin, ttl=config.ttl)
-    ns_host = Name((b"ns", b"dns", *origin.labels))
-    b.add(
-        origin,
-        dns.rdtypes.ANY.SOA.SOA(  # type: ignore[no-untyped-call]
-            IN,
-            SOA,
-            ns_host,
-            Name((b"hostmaster", *origin.labels)),
-            serial & 0xFFFFFFFF,
-            7200,
-            1800,
-            86400,
-            config.ttl,
-        ),
-    )
-    b.add(origin, dns.rdtypes.ANY.NS.NS(IN, NS, ns_host))  # type: ignore[no-untyped-call]
+    origin = ".".join(_label(p) for p in config.domain.lower().strip(".").split(".")) + "."
+    b = _Builder()
+    ns_host = f"ns.dns.{origin}"
+    soa = (ns_host, f"hostmaster.{origin}", serial & 0xFFFFFFFF, 7200, 1800, 86400, config.ttl)
+    b.add(origin, SOA, soa)
+    b.add(origin, NS, ns_host)
     b.touch(ns_host)
-    for ip in config.nameservers:
-        b.add(ns_host, _address_rdata(ip))
-    b.add(
-        Name((b"dns-version", *origin.labels)),
-        dns.rdtypes.ANY.TXT.TXT(IN, TXT, [SCHEMA_VERSION.encode("ascii")]),
-    )
-    b.touch(Name((b"svc", *origin.labels)))
+    for ns_ip in config.nameservers:
+        addr = ipaddress.ip_address(ns_ip)
+        b.add(ns_host, _address_type(addr), str(addr))
+    b.add(f"dns-version.{origin}", TXT, SCHEMA_VERSION)
+    b.touch(f"svc.{origin}")
 
     eps_by_key = {e.key: e for e in endpoints}
     for svc in sorted(services, key=lambda s: s.key):
         try:
-            _add_service(b, svc, eps_by_key.get(svc.key), config)
-        except (ValueError, dns.exception.DNSException) as exc:
+            _add_service(b, svc, eps_by_key.get(svc.key), config, origin)
+        except ValueError as exc:
             ns, name = svc.key
             b.problems.append(Problem("Service", ns, name, str(exc)))
-    return Zone(origin, config.ttl, b.rdata, tuple(b.problems))
+    return Zone(origin, config.ttl, b.records, tuple(b.problems))
+
+
+def _sort_key(rd: RData) -> tuple[int, str | tuple[int, int, int, str] | int]:
+    """Addresses in numeric order, everything else by value: deterministic answers."""
+    if isinstance(rd, str):
+        try:
+            return (0, int(ipaddress.ip_address(rd)))
+        except ValueError:
+            return (1, rd)
+    return (2, str(rd))
+
+
+def _rdata(rdtype: int, rd: RData) -> dns.rdata.Rdata:
+    """One record's data as a dnspython object (text form: every value here is validated)."""
+    if isinstance(rd, str):
+        text = f'"{rd}"' if rdtype == TXT else rd
+    else:
+        text = " ".join(str(v) for v in rd)
+    return dns.rdata.from_text(IN, dns.rdatatype.RdataType.make(rdtype), text)
 
 
 class Zone:
-    """An immutable index from owner name to RRsets, with the names that exist."""
+    """An immutable index from owner name to records, with the names that exist."""
 
     def __init__(
         self,
-        origin: Name,
+        origin: str,
         ttl: int,
-        rdata: dict[Name, dict[int, set[dns.rdata.Rdata]]],
+        records: dict[str, dict[int, set[RData]]],
         problems: tuple[Problem, ...] = (),
     ) -> None:
-        self.origin = origin
+        self.origin_text = origin
+        self.origin = dns.name.from_text(origin)
         self.ttl = ttl
         self.problems = problems
-        self._rrsets: dict[Name, dict[int, dns.rrset.RRset]] = {}
-        self._exists: set[Name] = set()
-        for owner in sorted(rdata):
-            by_type: dict[int, dns.rrset.RRset] = {}
-            for rdtype in sorted(rdata[owner]):
-                rrset = dns.rrset.RRset(owner, IN, dns.rdatatype.RdataType.make(rdtype))
-                for rd in sorted(rdata[owner][rdtype], key=lambda r: r.to_digestable()):
-                    rrset.add(rd, ttl)
-                by_type[rdtype] = rrset
-            self._rrsets[owner] = by_type
-            self._exists.add(owner)
-            if owner.is_subdomain(origin):
+        self._records: dict[str, dict[int, tuple[RData, ...]]] = {
+            owner: {
+                t: tuple(rds) if len(rds) == 1 else tuple(sorted(rds, key=_sort_key))
+                for t, rds in by_type.items()
+            }
+            for owner, by_type in records.items()
+        }
+        self._rrsets: dict[tuple[str, int], dns.rrset.RRset] = {}  # built on first use
+        suffix = "." + origin
+        exists = set(self._records)
+        for owner in self._records:
+            if owner.endswith(suffix):
                 # empty non-terminals between the record and the apex exist too
-                parent = owner
-                while parent != origin:
-                    parent = parent.parent()
-                    self._exists.add(parent)
-        soa = self._rrsets[origin][SOA]
-        negative_ttl = min(ttl, soa[0].minimum)  # RFC 2308 section 3
-        neg = dns.rrset.RRset(origin, IN, dns.rdatatype.SOA)
-        neg.add(soa[0], negative_ttl)
-        self._negative = (neg,)
+                rest = owner[: -len(suffix)]
+                while "." in rest:
+                    rest = rest.split(".", 1)[1]
+                    exists.add(rest + suffix)
+        self._exists = exists
+        soa = self._rrset(origin, SOA)
+        negative = dns.rrset.RRset(self.origin, IN, dns.rdatatype.SOA)
+        negative.add(soa[0], min(ttl, soa[0].minimum))  # RFC 2308 section 3
+        self._negative = (negative,)
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self._rrsets.values())
+        return sum(len(v) for v in self._records.values())
 
-    def names(self) -> list[Name]:
+    def names(self) -> list[str]:
         """Every owner name holding records, sorted (for tests and the benchmark)."""
-        return sorted(n for n, v in self._rrsets.items() if v)
+        return sorted(n for n, v in self._records.items() if v)
+
+    def records(self, owner: str) -> dict[int, tuple[RData, ...]]:
+        return self._records.get(owner.lower(), {})
+
+    def _rrset(self, owner: str, rdtype: int) -> dns.rrset.RRset:
+        key = (owner, rdtype)
+        rrset = self._rrsets.get(key)
+        if rrset is None:
+            rrset = dns.rrset.RRset(
+                dns.name.from_text(owner), IN, dns.rdatatype.RdataType.make(rdtype)
+            )
+            for rd in self._records[owner][rdtype]:
+                rrset.add(_rdata(rdtype, rd), self.ttl)
+            self._rrsets[key] = rrset
+        return rrset
+
+    def _owns(self, key: str) -> bool:
+        return (
+            key == self.origin_text or key.endswith("." + self.origin_text) or key in self._records
+        )
 
     def owns(self, qname: Name) -> bool:
         """Is the question ours (the cluster zone, or a reverse name we hold)?"""
-        return qname.is_subdomain(self.origin) or qname in self._rrsets
-
-    def rrsets(self, qname: Name) -> dict[int, dns.rrset.RRset]:
-        return self._rrsets.get(qname, {})
+        return self._owns(qname.to_text().lower())
 
     def resolve(self, qname: Name, qtype: int) -> Resolution | None:
         """The answer to ``qname``/``qtype``; None when the name is not ours to answer."""
-        if not self.owns(qname):
+        key = qname.to_text().lower()
+        if not self._owns(key):
             return None
         answer: list[dns.rrset.RRset] = []
-        name = qname
         for _ in range(MAX_CNAME_CHAIN):
-            found = self._rrsets.get(name)
+            found = self._records.get(key)
             if found is None:
-                if name in self._exists:
-                    return Resolution(dns.rcode.NOERROR, tuple(answer), self._negative)
-                return Resolution(dns.rcode.NXDOMAIN, tuple(answer), self._negative)
-            cname = found.get(CNAME)
-            if cname is not None and qtype not in (CNAME, ANY):
-                answer.append(cname)
-                target = cname[0].target
-                if not self.owns(target):
+                rcode = dns.rcode.NOERROR if key in self._exists else dns.rcode.NXDOMAIN
+                return Resolution(rcode, tuple(answer), self._negative)
+            if CNAME in found and qtype not in (CNAME, ANY):
+                answer.append(self._rrset(key, CNAME))
+                target = str(found[CNAME][0])
+                if not self._owns(target):
                     return Resolution(dns.rcode.NOERROR, tuple(answer))
-                name = target
+                key = target
                 continue
-            if qtype == ANY:
-                hits = [found[t] for t in sorted(found)]
-            else:
-                hit = found.get(qtype)
-                hits = [hit] if hit is not None else []
-            if not hits:
+            types = sorted(found) if qtype == ANY else [qtype] if qtype in found else []
+            if not types:
                 return Resolution(dns.rcode.NOERROR, tuple(answer), self._negative)
-            answer.extend(hits)
-            return Resolution(dns.rcode.NOERROR, tuple(answer), (), self._additional(hits))
+            hits = [self._rrset(key, t) for t in types]
+            return Resolution(dns.rcode.NOERROR, (*answer, *hits), (), self._additional(key, types))
         return Resolution(dns.rcode.SERVFAIL, tuple(answer))  # a CNAME loop
 
-    def _additional(self, hits: list[dns.rrset.RRset]) -> tuple[dns.rrset.RRset, ...]:
+    def _additional(self, owner: str, types: list[int]) -> tuple[dns.rrset.RRset, ...]:
         """Addresses of SRV targets, as the specification allows."""
+        if SRV not in types:
+            return ()
         extra: list[dns.rrset.RRset] = []
-        seen: set[Name] = set()
-        for rrset in hits:
-            if rrset.rdtype != SRV:
+        seen: set[str] = set()
+        for rd in self._records[owner][SRV]:
+            target = str(rd[3]) if isinstance(rd, tuple) else ""
+            if target in seen or target not in self._records:
                 continue
-            for rd in rrset:
-                if rd.target in seen:
-                    continue
-                seen.add(rd.target)
-                at = self._rrsets.get(rd.target, {})
-                extra.extend(at[t] for t in (A, AAAA) if t in at)
+            seen.add(target)
+            at = self._records[target]
+            extra.extend(self._rrset(target, t) for t in (A, AAAA) if t in at)
         return tuple(extra)
