@@ -185,6 +185,16 @@ def test_ca_signed_md5_is_refused(rsa_ca: Issued) -> None:
         tls.check_signature_algorithms([weak.cert], "spec.tls.certificate")
 
 
+def test_sha1_certificate_posing_as_self_signed_is_refused(rsa_ca: Issued) -> None:
+    """Same issuer and subject name, but signed by another (RSA) key: not self-signed."""
+    impostor_ca = issue("Impostor", ca=True, key=rsa_ca.key)
+    fake = issue_weak("Impostor", impostor_ca, digest="sha1")  # the leaf has an EC key
+    assert fake.cert.issuer == fake.cert.subject
+    assert not tls.is_self_signed(fake.cert)
+    with pytest.raises(tls.CertificateError, match="using SHA1"):
+        tls.check_signature_algorithms([fake.cert], "spec.tls.certificate")
+
+
 def test_self_signed_sha1_is_allowed() -> None:
     root = issue_weak("old root", digest="sha1", ca=True)
     tls.check_signature_algorithms([root.cert], "spec.tls.caCertificate")

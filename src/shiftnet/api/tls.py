@@ -51,6 +51,17 @@ _WEAK_SIGNATURES: dict[x509.ObjectIdentifier, str] = {
 }
 
 
+# Signature algorithm OID families and the public key type that can make them.
+_SIGNATURE_KEY_TYPES: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("1.2.840.113549.1.1.", rsa.RSAPublicKey),  # md2/md5/sha*WithRSAEncryption, RSASSA-PSS
+    ("1.2.840.10045.4.", ec.EllipticCurvePublicKey),  # ecdsa-with-*
+    ("1.2.840.10040.4.3", dsa.DSAPublicKey),  # dsa-with-sha1
+    ("2.16.840.1.101.3.4.3.", (dsa.DSAPublicKey, ec.EllipticCurvePublicKey, rsa.RSAPublicKey)),
+    ("1.3.101.112", ed25519.Ed25519PublicKey),
+    ("1.3.101.113", ed448.Ed448PublicKey),
+)
+
+
 class CertificateError(ShiftnetError):
     """TLS material in one field is unusable; ``str()`` is one sentence naming the field."""
 
@@ -194,7 +205,8 @@ def _key_identifier(cert: x509.Certificate, ext: type[x509.ExtensionType]) -> by
 
 
 def is_self_signed(cert: x509.Certificate) -> bool:
-    """Issuer equals subject and the authority key id (if any) is its own key id.
+    """Issuer equals subject, the authority key id (if any) is its own key id, and
+    the signature algorithm fits its own key type.
 
     This is the test OpenSSL uses to mark a certificate self-signed; such
     certificates (typically roots) are allowed to use SHA1.
@@ -202,7 +214,21 @@ def is_self_signed(cert: x509.Certificate) -> bool:
     if cert.issuer.public_bytes() != cert.subject.public_bytes():
         return False
     aki = _key_identifier(cert, x509.AuthorityKeyIdentifier)
-    return aki is None or aki == _key_identifier(cert, x509.SubjectKeyIdentifier)
+    if aki is not None and aki != _key_identifier(cert, x509.SubjectKeyIdentifier):
+        return False
+    return _signature_fits_own_key(cert)
+
+
+def _signature_fits_own_key(cert: x509.Certificate) -> bool:
+    oid = cert.signature_algorithm_oid.dotted_string
+    try:
+        key = cert.public_key()
+    except (ValueError, UnsupportedAlgorithm):
+        return False
+    for prefix, key_type in _SIGNATURE_KEY_TYPES:
+        if oid.startswith(prefix):
+            return isinstance(key, key_type)
+    return False
 
 
 def weak_signature(cert: x509.Certificate) -> str | None:
