@@ -16,6 +16,30 @@ import re
 
 from shiftnet.errors import InvalidInput
 
+__all__ = [
+    "DNS1123_LABEL_MAX",
+    "DNS1123_SUBDOMAIN_MAX",
+    "cidr_errors",
+    "dns1035_label_errors",
+    "dns1123_label_errors",
+    "dns1123_subdomain_errors",
+    "env_var_name_errors",
+    "hostname_errors",
+    "ip_errors",
+    "ipv4_errors",
+    "is_dns1035_label",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_hostname",
+    "label_value_errors",
+    "port_name_errors",
+    "port_number_errors",
+    "qualified_name_errors",
+    "require_dns1123_label",
+    "require_dns1123_subdomain",
+    "require_hostname",
+]
+
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 DNS1035_LABEL_MAX = 63
