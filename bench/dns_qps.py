@@ -155,6 +155,28 @@ def dnsperf(port: int, datafile: Path, seconds: int, cpu: str) -> dict[str, floa
     }
 
 
+def zone_build_seconds(svcs: list[tuple[str, str, str]]) -> float:
+    """Best of 3: how long one full zone rebuild takes for these services."""
+    from shiftnet.api import Service
+    from shiftnet.dns.zone import ZoneConfig, build_zone
+
+    objs = [
+        Service.model_validate(
+            {
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"clusterIP": ip, "ports": [{"name": "http", "port": 80}]},
+            }
+        )
+        for ns, name, ip in svcs
+    ]
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        build_zone(objs, [], ZoneConfig())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def write_queries(tmp: Path, svcs: list[tuple[str, str, str]]) -> dict[str, Path]:
     names = tmp / "names.txt"
     names.write_text("".join(f"{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
@@ -186,6 +208,7 @@ def main() -> int:
             return 2
 
     svcs = services(args.services)
+    load_before = os.getloadavg()
     results: dict[str, dict[str, dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="sn-dnsbench-") as tmpdir:
         tmp = Path(tmpdir)
@@ -224,6 +247,7 @@ def main() -> int:
         finally:
             stop(unbound)
 
+    build = zone_build_seconds(svcs)
     header = f"{'workload':<20} {'shiftnet q/s':>13} {'unbound q/s':>13} {'ratio':>7}"
     header += f" {'shiftnet lat ms':>16} {'unbound lat ms':>15}"
     print(f"dnsperf, {args.services} services, {args.seconds}s per run, servers on one core")
@@ -235,11 +259,18 @@ def main() -> int:
             f"{label:<20} {s['qps']:>13.0f} {u['qps']:>13.0f} {s['qps'] / u['qps']:>7.2f}"
             f" {s['avg_latency_ms']:>16.3f} {u['avg_latency_ms']:>15.3f}"
         )
+    print(f"full zone rebuild for {args.services} services: {build * 1000:.1f} ms")
     out = {
         "benchmark": "dns_qps",
+        "zone_build_ms": round(build * 1000, 2),
         "services": args.services,
         "seconds": args.seconds,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadavg_before": list(load_before),
+        },
+        "dnsperf": "-c 4 -q 200 -t 2, client pinned to its own core",
         "results": results,
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -89,6 +89,15 @@ def run_resolv_conf(args: argparse.Namespace) -> int:
     return 0
 
 
+def register_metrics(server: Any) -> None:
+    """Expose the server's counters in the process-wide Prometheus registry."""
+    from prometheus_client import REGISTRY
+
+    from shiftnet.dns.metrics import DNSCollector
+
+    REGISTRY.register(DNSCollector(server))
+
+
 def run_server(args: argparse.Namespace) -> int:
     from shiftnet.cli.runtime import run_async
 
@@ -102,6 +111,7 @@ def run_server(args: argparse.Namespace) -> int:
             args.state_dir.mkdir(parents=True, exist_ok=True)
         store = open_store(args.store)
         server = DNSServer(store, cfg)
+        register_metrics(server)
         try:
             await server.start()
             host, port = server.address

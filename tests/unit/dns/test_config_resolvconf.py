@@ -92,3 +92,29 @@ def test_pod_environment() -> None:
         "SHIFTNET_DNS_SERVER": "127.0.0.1:8053",
         "SHIFTNET_RESOLV_CONF": "/x/shop.conf",
     }
+
+
+def test_metrics_collector_reads_the_server_counters() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from shiftnet.dns.metrics import DNSCollector
+    from shiftnet.dns.zone import ZoneConfig, build_zone
+
+    class FakeServer:  # only the two attributes the collector reads
+        stats = {
+            "udp_queries": 7,
+            "tcp_queries": 2,
+            "fast_answers": 5,
+            "forwarded": 1,
+            "dropped": 0,
+            "internal_errors": 0,
+            "zone_builds": 3,
+        }
+        zone = build_zone([], [], ZoneConfig())
+
+    registry = CollectorRegistry()
+    registry.register(DNSCollector(FakeServer()))  # type: ignore[arg-type]
+    text = generate_latest(registry).decode()
+    assert 'shiftnet_dns_queries_total{transport="udp"} 7.0' in text
+    assert "shiftnet_dns_zone_builds_total 3.0" in text
+    assert "shiftnet_dns_zone_records 3.0" in text
