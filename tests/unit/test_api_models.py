@@ -317,7 +317,8 @@ def test_source_is_named_in_shape_errors() -> None:
         parse_object(
             {"kind": "Route", "apiVersion": "v1", "metadata": {"name": "a"}}, source="web.yaml#0"
         )
-    assert str(exc.value) == 'Route "a" is invalid: spec: web.yaml#0: Required value'
+    assert str(exc.value) == 'web.yaml#0: Route "a" is invalid: spec: Required value'
+    assert (exc.value.field, exc.value.message) == ("spec", "Required value")
 
 
 @pytest.mark.parametrize(

@@ -142,7 +142,10 @@ def parse_object(raw: Any, *, source: str = "") -> Resource:
         err = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
         field = _path(tuple(err["loc"]), cls)
         msg = _shape_message(err["type"], err.get("input"), err["msg"])
-        raise InvalidObject(kind, name, field, f"{where}{msg}" if where else msg) from None
+        invalid = InvalidObject(kind, name, field, msg)
+        if where:  # the document's place leads the sentence; field and message stay clean
+            invalid.args = (f"{where}{invalid}",)
+        raise invalid from None
     return obj
 
 
