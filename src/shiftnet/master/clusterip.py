@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 from shiftnet.api import ClusterNetwork, Service
 from shiftnet.client import Client
-from shiftnet.errors import AllocationError
+from shiftnet.errors import AllocationError, Conflict, NotFound
 from shiftnet.informer import Informers
 from shiftnet.ipam import AlreadyAllocated, IPRange, NotInRange, RangeFull
 from shiftnet.master import metrics
@@ -242,10 +242,22 @@ class ClusterIPAllocator:
         cached = self.informer.get(*key)
         if cached is None:
             return  # deleted; the DELETED event released its address
-        preview, _ = self._decide(cached.model_copy(deep=True))
+        preview, err = self._decide(cached.model_copy(deep=True))
         if preview.to_dict() == cached.to_dict():
             return  # already right (the common case: the event of our own write)
-        outcome: dict[str, str | None] = {}
+        # Write the decision over the cached version: one request when the cache
+        # is current; the store refuses it (Conflict) when it is not.
+        outcome: dict[str, str | None] = {"error": err, "ip": preview.spec.cluster_ip}
+        try:
+            await self.client.update(preview)
+            self._written(key, outcome)
+            return
+        except Conflict:
+            pass
+        except NotFound:
+            await self._gone(key)
+            return
+        outcome = {}
 
         def fn(svc: Service) -> Service:
             before = svc.to_dict()
@@ -260,6 +272,9 @@ class ClusterIPAllocator:
             if "error" not in outcome or outcome["changed"]:
                 await self._gone(key)  # vanished under us: give back what we took
             return
+        self._written(key, outcome)
+
+    def _written(self, key: Key, outcome: dict[str, str | None]) -> None:
         metrics.CLUSTER_IPS_ALLOCATED.set(self.range.used)
         metrics.CLUSTER_IPS_FREE.set(self.range.free)
         if outcome["error"]:
