@@ -1,0 +1,35 @@
+"""The CLI's registry and settings: quick start-up, flag/env precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shiftnet.cli.main import SUBCOMMANDS, command_word, modules_for
+from shiftnet.cli.settings import resolve_settings
+
+
+def test_command_word_skips_global_options() -> None:
+    assert command_word(["--store", "etcd://x:1", "--debug", "get", "pods"]) == "get"
+    assert command_word(["--state-dir", "/tmp/x", "-v", "apply", "-f", "a"]) == "apply"
+    assert command_word(["--store=etcd://x:1", "describe"]) == "describe"
+    assert command_word(["--help"]) is None
+
+
+def test_only_the_named_module_is_loaded() -> None:
+    assert modules_for(["get", "pods"]) == ("shiftnet.cli.get",)
+    assert modules_for(["--help"]) == SUBCOMMANDS
+    assert modules_for(["no-such-command"]) == SUBCOMMANDS
+
+
+def test_settings_precedence() -> None:
+    s = resolve_settings(None, None, {"HOME": "/h"})
+    assert s.state_dir == Path("~/.shiftnet").expanduser().absolute()
+    assert s.store_url == f"sqlite://{s.state_dir}/state.db"
+    s = resolve_settings(None, None, {"SHIFTNET_HOME": "/srv/sn"})
+    assert s.store_url == "sqlite:///srv/sn/state.db"
+    s = resolve_settings(
+        None, "/a", {"SHIFTNET_HOME": "/srv/sn", "SHIFTNET_STORE": "etcd://e:2379"}
+    )
+    assert (s.state_dir, s.store_url) == (Path("/a"), "etcd://e:2379")
+    s = resolve_settings("sqlite:///x.db", "/a", {"SHIFTNET_STORE": "etcd://e:2379"})
+    assert s.store_url == "sqlite:///x.db"
