@@ -66,3 +66,34 @@ def pod_environment(
 
 def _host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def resolv_conf_path(state_dir: str, namespace: str) -> str:
+    """Where the node agent keeps the resolv.conf of a namespace's pods (local mode)."""
+    return f"{state_dir.rstrip('/')}/dns/{dns_label(namespace).decode('ascii')}.resolv.conf"
+
+
+def write_pod_resolv_conf(
+    state_dir: str,
+    namespace: str,
+    nameserver: tuple[str, int],
+    domain: str = "cluster.local",
+) -> dict[str, str]:
+    """Write the namespace's resolv.conf (atomically, only when it changed) and return the
+    environment a local-mode pod process of that namespace should get."""
+    import os
+
+    path = resolv_conf_path(state_dir, namespace)
+    text = render_resolv_conf(namespace, [nameserver], domain)
+    try:
+        with open(path, encoding="ascii") as f:
+            current: str | None = f.read()
+    except OSError:
+        current = None
+    if current != text:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    return pod_environment(namespace, nameserver, domain, resolv_conf_path=path)

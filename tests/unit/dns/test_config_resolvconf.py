@@ -118,3 +118,17 @@ def test_metrics_collector_reads_the_server_counters() -> None:
     assert 'shiftnet_dns_queries_total{transport="udp"} 7.0' in text
     assert "shiftnet_dns_zone_builds_total 3.0" in text
     assert "shiftnet_dns_zone_records 3.0" in text
+
+
+def test_write_pod_resolv_conf(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from shiftnet.dns.resolvconf import write_pod_resolv_conf
+
+    env = write_pod_resolv_conf(str(tmp_path), "shop", ("127.0.0.1", 8053))
+    path = tmp_path / "dns" / "shop.resolv.conf"
+    assert env["SHIFTNET_RESOLV_CONF"] == str(path)
+    assert path.read_text() == render_resolv_conf("shop", [("127.0.0.1", 8053)])
+    mtime = path.stat().st_mtime_ns
+    write_pod_resolv_conf(str(tmp_path), "shop", ("127.0.0.1", 8053))
+    assert path.stat().st_mtime_ns == mtime, "unchanged content is not rewritten"
+    with pytest.raises(ValueError):
+        write_pod_resolv_conf(str(tmp_path), "../etc", ("127.0.0.1", 8053))
