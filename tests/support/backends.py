@@ -52,6 +52,9 @@ class _Server(ThreadingHTTPServer):
     identity = ""
     hits = 0
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Health checks connect and close at once; that is not an error worth printing."""
+
 
 @dataclass
 class Backend:

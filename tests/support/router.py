@@ -13,9 +13,11 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import ssl
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -293,7 +295,9 @@ class RouterEnv:
     def __init__(self, tmp: Path, extra_env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.http_port, self.https_port, self.stats_port = free_port(), free_port(), free_port()
-        self.work_dir = tmp / "router-router"
+        # A short state dir: HAProxy's internal UNIX socket path must fit in 107 bytes.
+        self.state_dir = Path(tempfile.mkdtemp(prefix="snr-", dir="/tmp"))
+        self.work_dir = self.state_dir / "router-router"
         self.store = open_store(f"sqlite:///{tmp}/state.db")
         self.client = Client(self.store)
         env = {
@@ -304,7 +308,7 @@ class RouterEnv:
             "RELOAD_INTERVAL": "0",
             "ROUTER_WORK_DIR": str(self.work_dir),
             "ROUTER_BACKEND_CHECK_INTERVAL": "200ms",
-            "SHIFTNET_HOME": str(tmp),
+            "SHIFTNET_HOME": str(self.state_dir),
             "HOME": str(tmp),
         }
         env.update(extra_env or {})
@@ -320,9 +324,13 @@ class RouterEnv:
         return self
 
     async def stop(self) -> None:
-        if self.router is not None:
-            await self.router.stop()
-        await self.store.close()
+        try:
+            if self.router is not None:
+                await self.router.stop()
+            await self.store.close()
+        finally:
+            kill_haproxy(self.work_dir)
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
     async def apply(self, *objs: Any) -> None:
         """Create or replace objects (spec only; a replaced route keeps its status)."""
@@ -369,9 +377,8 @@ class RouterEnv:
 @pytest.fixture
 async def router_env(tmp_path: Path) -> AsyncIterator[RouterEnv]:
     env = RouterEnv(tmp_path)
-    with haproxy_cleanup(env.work_dir):
-        try:
-            await env.start()
-            yield env
-        finally:
-            await env.stop()
+    try:
+        await env.start()
+        yield env
+    finally:
+        await env.stop()

@@ -61,8 +61,8 @@ def self_signed_pem(common_name: str) -> bytes:
     )
 
 
-def default_certificate(configured: str | None, work_dir: Path, common_name: str) -> bytes:
-    """The PEM (certificate + key) the router serves by default."""
+def default_certificate(configured: str | None, work_dir: Path, common_name: str) -> Path:
+    """The path of the PEM (certificate + key) the router serves by default."""
     if configured:
         path = Path(configured)
         if not _usable(path):
@@ -70,10 +70,10 @@ def default_certificate(configured: str | None, work_dir: Path, common_name: str
                 f"DEFAULT_CERTIFICATE_PATH={configured!r} is not a readable PEM holding a "
                 "certificate and its private key"
             )
-        return path.read_bytes()
-    path = Path(work_dir) / DEFAULT_CERT_NAME
+        return path.resolve()
+    path = Path(work_dir).resolve() / DEFAULT_CERT_NAME
     if _usable(path):
-        return path.read_bytes()
+        return path
     pem = self_signed_pem(common_name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -82,4 +82,4 @@ def default_certificate(configured: str | None, work_dir: Path, common_name: str
         fh.write(pem)
     os.replace(tmp, path)
     log.info("generated a self-signed default certificate path=%s cn=%s", path, common_name)
-    return pem
+    return path

@@ -30,7 +30,9 @@ from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.process import fit_limits, log_limits_once
+from shiftnet.router.haproxy.render import RenderPaths, render
 from shiftnet.router.haproxy.runtime import RuntimeAPIError
+from shiftnet.router.model import build_model
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
 from shiftnet.store.base import Store
@@ -72,8 +74,10 @@ class Router:
         )
         self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
         self._stats_task: asyncio.Task[None] | None = None
-        self._default_pem: bytes = b""
+        self._default_cert: Path | None = None
         self.admission: AdmissionResult | None = None
+        self.model: Any = None
+        self.skipped: dict[tuple[str, str], str] = {}
         self.syncs = 0
         self._status_seen: set[tuple[str, str]] = set()
 
@@ -81,7 +85,7 @@ class Router:
     async def start(self) -> None:
         """Adopt or start HAProxy, sync the caches, serve; returns once serving."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self._default_pem = default_certificate(
+        self._default_cert = default_certificate(
             self.config.default_certificate_path,
             self.work_dir,
             self.config.canonical_hostname or f"{self.config.name}.shiftnet.local",
@@ -125,25 +129,16 @@ class Router:
     # ------------------------------------------------------------------- sync
     def _render(self, result: AdmissionResult) -> tuple[dict[str, bytes], dict[str, list[str]]]:
         """Model and render (pure); returns the file set and route -> backend names."""
-        from shiftnet.router.haproxy.render import render_haproxy
-        from shiftnet.router.model import build_model
-
-        model = build_model(
-            result.admitted,
-            self.services.list(),
-            self.endpoints.list(),
-            self.config,
+        model = build_model(result, self.endpoints.list(), self.services.list())
+        self.model = model
+        paths = RenderPaths(
+            run_dir=str(self.work_dir.resolve() / "run"),
+            default_certificate=str(self._default_cert),
         )
-        files = render_haproxy(model, self.config, self._paths())
-        return files, backends_by_route(model)
-
-    def _paths(self) -> Any:
-        from shiftnet.router.haproxy.render import RenderPaths
-
-        return RenderPaths(
-            run_dir=str(self.work_dir / "run"),
-            default_certificate=self._default_pem,
-        )
+        rendered = render(model, self.config, paths)
+        self.skipped = dict(rendered.skipped)
+        index = {f"{ns}/{name}": [be] for (ns, name), be in sorted(rendered.backends.items())}
+        return rendered.files, index
 
     async def _sync(self) -> None:
         self.syncs += 1
@@ -205,12 +200,3 @@ class Router:
                 metrics.BACKEND_REQUESTS.remove(gone)
                 metrics.BACKEND_ERRORS.remove(gone)
         return set(counts)
-
-
-def backends_by_route(model: Any) -> dict[str, list[str]]:
-    """``"ns/name" -> [backend, ...]`` from the model (for ``shiftnet describe route``)."""
-    out: dict[str, list[str]] = {}
-    for policy in getattr(model, "policies", ()):
-        ns, name = policy.route_key
-        out.setdefault(f"{ns}/{name}", []).append(policy.backend)
-    return {k: sorted(set(v)) for k, v in sorted(out.items())}

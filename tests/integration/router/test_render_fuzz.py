@@ -37,9 +37,7 @@ from shiftnet.router.model import build_model
 
 pytestmark = pytest.mark.integration
 
-HOSTILE_CHARS = (
-    'ab./-_:"\'\\ \t\n\r%[]{}()$#;,|&=+?*!<>`~@^é€ß\x00\x01\x7f\u2028\u2029\ufeff😀'
-)
+HOSTILE_CHARS = "ab./-_:\"'\\ \t\n\r%[]{}()$#;,|&=+?*!<>`~@^é€ß\x00\x01\x7f\u2028\u2029\ufeff😀"
 # Hypothesis draws the hostile strings; a seeded generator combines them into
 # many routes per example, which keeps generation cheap enough for thousands.
 hostile = st.one_of(
@@ -47,26 +45,91 @@ hostile = st.one_of(
     st.text(min_size=1, max_size=16),
 )
 FIXED_HOSTILE = [
-    "%[src]", '"; reload', "x\nbackend evil", "a b", "\\", "#x", "$HOME", "${X}", "%%", "'",
-    "%[req.hdr(host)]", "\\1", "a\r\nb", "é.example.com", "x" * 300,
-    "/" + "a%[\"\\ ." * 400,  # very long
+    "%[src]",
+    '"; reload',
+    "x\nbackend evil",
+    "a b",
+    "\\",
+    "#x",
+    "$HOME",
+    "${X}",
+    "%%",
+    "'",
+    "%[req.hdr(host)]",
+    "\\1",
+    "a\r\nb",
+    "é.example.com",
+    "x" * 300,
+    "/" + 'a%["\\ .' * 400,  # very long
 ]
 VALID_HOSTS = ["www.example.com", "a.b.example.org", "x-1.apps.example.com", "h.example.com"]
-VALID_PATHS = ["", "", "/", "/foo", "/foo/", "/a/b", "/%5B", '/q"x', "/x\\y", "/$v", "/%[src]",
-               "/a b"]
+VALID_PATHS = [
+    "",
+    "",
+    "/",
+    "/foo",
+    "/foo/",
+    "/a/b",
+    "/%5B",
+    '/q"x',
+    "/x\\y",
+    "/$v",
+    "/%[src]",
+    "/a b",
+]
 # What admission lets through and the renderer must still write safely.
-ADMISSIBLE_PATHS = ["", "/", "/foo", "/foo/", "/%5B", '/q"x', "/x\\y", "/$v", "/%[src]",
-                    "/'a'", "/{x}", "/;$(id)", "/`x`", "/" + "%[" * 300]
+ADMISSIBLE_PATHS = [
+    "",
+    "/",
+    "/foo",
+    "/foo/",
+    "/%5B",
+    '/q"x',
+    "/x\\y",
+    "/$v",
+    "/%[src]",
+    "/'a'",
+    "/{x}",
+    "/;$(id)",
+    "/`x`",
+    "/" + "%[" * 300,
+]
 ANNOTATION_KEYS = [
-    ann.BALANCE, ann.DISABLE_COOKIES, ann.COOKIE_NAME, ann.HEALTH_CHECK_INTERVAL, ann.TIMEOUT,
-    ann.TIMEOUT_TUNNEL, ann.IP_ALLOWLIST, ann.IP_WHITELIST, ann.HSTS_HEADER, ann.REWRITE_TARGET,
-    ann.SET_FORWARDED_HEADERS, ann.RATE_LIMIT, ann.RATE_LIMIT_CONCURRENT_TCP,
-    ann.RATE_LIMIT_RATE_TCP, ann.RATE_LIMIT_RATE_HTTP, ann.POD_CONCURRENT_CONNECTIONS,
+    ann.BALANCE,
+    ann.DISABLE_COOKIES,
+    ann.COOKIE_NAME,
+    ann.HEALTH_CHECK_INTERVAL,
+    ann.TIMEOUT,
+    ann.TIMEOUT_TUNNEL,
+    ann.IP_ALLOWLIST,
+    ann.IP_WHITELIST,
+    ann.HSTS_HEADER,
+    ann.REWRITE_TARGET,
+    ann.SET_FORWARDED_HEADERS,
+    ann.RATE_LIMIT,
+    ann.RATE_LIMIT_CONCURRENT_TCP,
+    ann.RATE_LIMIT_RATE_TCP,
+    ann.RATE_LIMIT_RATE_HTTP,
+    ann.POD_CONCURRENT_CONNECTIONS,
 ]
 PLAUSIBLE_VALUES = [
-    "roundrobin", "source", "true", "false", "my_cookie", "5s", "500ms", "10.0.0.0/8 ::1",
-    "max-age=31536000;includeSubDomains;preload", "/", "/v2/", "/a%20b", "replace", "if-none",
-    "never", "10", "100",
+    "roundrobin",
+    "source",
+    "true",
+    "false",
+    "my_cookie",
+    "5s",
+    "500ms",
+    "10.0.0.0/8 ::1",
+    "max-age=31536000;includeSubDomains;preload",
+    "/",
+    "/v2/",
+    "/a%20b",
+    "replace",
+    "if-none",
+    "never",
+    "10",
+    "100",
 ]
 
 _CA = TestCA()
@@ -98,8 +161,9 @@ class _Generator:
 
     def tls(self) -> dict[str, Any] | None:
         rng = self.rng
-        termination = rng.choice([None, None, "edge", "passthrough", "reencrypt"]
-                                 + (["Edge"] if self.wild else []))
+        termination = rng.choice(
+            [None, None, "edge", "passthrough", "reencrypt"] + (["Edge"] if self.wild else [])
+        )
         if termination is None:
             return None
         spec: dict[str, Any] = {"termination": termination}
@@ -115,14 +179,13 @@ class _Generator:
             spec["certificate"], spec["key"] = rng.choice(self.bad), rng.choice(self.bad)
         if termination == "reencrypt" and rng.random() < 0.5:
             spec["destinationCACertificate"] = rng.choice(
-                [_CA.cert_pem] + (["junk\n\"x"] if self.wild else [])
+                [_CA.cert_pem] + (['junk\n"x'] if self.wild else [])
             )
         return spec
 
     def backend(self) -> dict[str, Any]:
         weight = self.rng.choice([None, 0, 1, 3, 100, 256])
-        return {"kind": "Service", "name": self.pick(["svc", "web", "api"], 0.2),
-                "weight": weight}
+        return {"kind": "Service", "name": self.pick(["svc", "web", "api"], 0.2), "weight": weight}
 
     def route(self, index: int) -> Route:
         rng = self.rng
@@ -147,32 +210,44 @@ class _Generator:
             rng.choice(ANNOTATION_KEYS): rng.choice(PLAUSIBLE_VALUES + self.bad)
             for _ in range(rng.randrange(7))
         }
-        return Route.model_validate({
-            "metadata": {
-                "name": f"{self.pick(['route'], 0.3)}{index}",
-                "namespace": self.pick(["ns", "ns", "other"], 0.1),
-                "uid": f"uid-{index}",
-                "creationTimestamp": f"2026-01-01T00:00:{index % 60:02d}Z",
-                "annotations": annotations,
-            },
-            "spec": spec,
-        })
+        return Route.model_validate(
+            {
+                "metadata": {
+                    "name": f"{self.pick(['route'], 0.3)}{index}",
+                    "namespace": self.pick(["ns", "ns", "other"], 0.1),
+                    "uid": f"uid-{index}",
+                    "creationTimestamp": f"2026-01-01T00:00:{index % 60:02d}Z",
+                    "annotations": annotations,
+                },
+                "spec": spec,
+            }
+        )
 
     def endpoints(self, namespace: str, name: str) -> Endpoints:
         rng = self.rng
-        ips = [self.pick([f"10.{rng.randrange(256)}.0.{rng.randrange(1, 255)}", "fd00::7"], 0.2)
-               for _ in range(rng.randrange(6))]
-        ports = [(self.pick([None, "http", "web"], 0.2), rng.choice([-1, 0, 80, 8080, 70000]))
-                 for _ in range(rng.randrange(1, 4))]
-        return Endpoints.model_validate({
-            "metadata": {"name": name, "namespace": namespace},
-            "subsets": [{
-                "addresses": [{"ip": ip, "targetRef": {"name": self.pick(["pod"])}}
-                              for ip in ips],
-                "ports": [{"port": p, **({"name": n} if n is not None else {})}
-                          for n, p in ports],
-            }],
-        })
+        ips = [
+            self.pick([f"10.{rng.randrange(256)}.0.{rng.randrange(1, 255)}", "fd00::7"], 0.2)
+            for _ in range(rng.randrange(6))
+        ]
+        ports = [
+            (self.pick([None, "http", "web"], 0.2), rng.choice([-1, 0, 80, 8080, 70000]))
+            for _ in range(rng.randrange(1, 4))
+        ]
+        return Endpoints.model_validate(
+            {
+                "metadata": {"name": name, "namespace": namespace},
+                "subsets": [
+                    {
+                        "addresses": [
+                            {"ip": ip, "targetRef": {"name": self.pick(["pod"])}} for ip in ips
+                        ],
+                        "ports": [
+                            {"port": p, **({"name": n} if n is not None else {})} for n, p in ports
+                        ],
+                    }
+                ],
+            }
+        )
 
 
 @st.composite
@@ -180,16 +255,20 @@ def cluster(draw: st.DrawFn) -> tuple[list[Route], list[Endpoints]]:
     drawn = draw(st.lists(hostile, min_size=1, max_size=8))
     gen = _Generator(draw(st.randoms(use_true_random=False)), drawn)
     routes = [gen.route(i) for i in range(draw(st.integers(15, 40)))]
-    wanted = sorted({
-        (r.metadata.namespace or "", b.name) for r in routes for b in r.backends()
-    })
+    wanted = sorted({(r.metadata.namespace or "", b.name) for r in routes for b in r.backends()})
     eps = [gen.endpoints(ns, name) for ns, name in wanted if gen.rng.random() < 0.8]
     return routes, eps
 
 
 CONFIG = RouterConfig(
-    http_port=18080, https_port=18443, stats_port=18936, allow_wildcard_routes=True,
-    stats_username="admin", stats_password='p"$#\\w', threads=1, max_connections=1000,
+    http_port=18080,
+    https_port=18443,
+    stats_port=18936,
+    allow_wildcard_routes=True,
+    stats_username="admin",
+    stats_password='p"$#\\w',
+    threads=1,
+    max_connections=1000,
 )
 
 
@@ -255,12 +334,15 @@ class _Sampler:
         conf = self.root / "conf"
         write_file_set(conf, result.files)
         proc = subprocess.run(
-            ["haproxy", "-c", "-q", "-f", "haproxy.cfg"], cwd=conf, capture_output=True,
-            text=True, timeout=60,
+            ["haproxy", "-c", "-q", "-f", "haproxy.cfg"],
+            cwd=conf,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
-        assert proc.returncode == 0, proc.stdout + proc.stderr + result.files[
-            "haproxy.cfg"
-        ].decode()
+        assert proc.returncode == 0, (
+            proc.stdout + proc.stderr + result.files["haproxy.cfg"].decode()
+        )
         self.checked += 1
 
 
@@ -305,5 +387,6 @@ def test_fuzz_covered_enough(sampler: _Sampler) -> None:
     # functions refused some raw values on their own.
     assert sampler.admitted >= 200, sampler.admitted
     assert sampler.raw_rendered >= 200 and sampler.raw_skipped >= 20, (
-        sampler.raw_rendered, sampler.raw_skipped,
+        sampler.raw_rendered,
+        sampler.raw_skipped,
     )

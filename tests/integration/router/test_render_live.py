@@ -72,45 +72,87 @@ def test_rendered_configuration_routes_requests(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (tmp_path / "default.pem").write_text(default.cert_pem + default.key_pem)
-    with backends("root", "foo", "foobar-a", port=None) as (root, foo, foo2), \
-         backends("w1", "w3") as (w1, w3), \
-         backends("tls-pod", tls=pod_cert) as (tls_pod,), \
-         backends("wild") as (wild,):
+    with (
+        backends("root", "foo", "foobar-a", port=None) as (root, foo, foo2),
+        backends("w1", "w3") as (w1, w3),
+        backends("tls-pod", tls=pod_cert) as (tls_pod,),
+        backends("wild") as (wild,),
+    ):
         routes = [
             f.route("root", "www.example.com", service="root"),
             f.route("foo", "www.example.com", path="/foo", service="foo"),
-            f.route("foobar", "www.example.com", path="/foo/bar", service="foobar",
-                    annotations={"haproxy.router.openshift.io/rewrite-target": "/"}),
-            f.route("weighted", "weighted.example.com", service="w1",
-                    weight=1, alternates=[("w3", 3)],
-                    annotations={"haproxy.router.openshift.io/balance": "roundrobin",
-                                 "haproxy.router.openshift.io/disable_cookies": "true"}),
+            f.route(
+                "foobar",
+                "www.example.com",
+                path="/foo/bar",
+                service="foobar",
+                annotations={"haproxy.router.openshift.io/rewrite-target": "/"},
+            ),
+            f.route(
+                "weighted",
+                "weighted.example.com",
+                service="w1",
+                weight=1,
+                alternates=[("w3", 3)],
+                annotations={
+                    "haproxy.router.openshift.io/balance": "roundrobin",
+                    "haproxy.router.openshift.io/disable_cookies": "true",
+                },
+            ),
             f.route("zero", "zero.example.com", service="w1", weight=0),
-            f.route("edge", "secure.example.com", service="root",
-                    tls={"termination": "edge", "certificate": edge_cert.cert_pem,
-                         "key": edge_cert.key_pem, "insecureEdgeTerminationPolicy": "Redirect"}),
-            f.route("edge-none", "private.example.com", service="root",
-                    tls={"termination": "edge"}),
-            f.route("edge-allow", "both.example.com", service="root",
-                    tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}),
-            f.route("pt", "pt.example.com", service="tls",
-                    tls={"termination": "passthrough"}),
-            f.route("re", "re.example.com", service="tls",
-                    tls={"termination": "reencrypt", "destinationCACertificate": ca.cert_pem}),
+            f.route(
+                "edge",
+                "secure.example.com",
+                service="root",
+                tls={
+                    "termination": "edge",
+                    "certificate": edge_cert.cert_pem,
+                    "key": edge_cert.key_pem,
+                    "insecureEdgeTerminationPolicy": "Redirect",
+                },
+            ),
+            f.route(
+                "edge-none", "private.example.com", service="root", tls={"termination": "edge"}
+            ),
+            f.route(
+                "edge-allow",
+                "both.example.com",
+                service="root",
+                tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"},
+            ),
+            f.route("pt", "pt.example.com", service="tls", tls={"termination": "passthrough"}),
+            f.route(
+                "re",
+                "re.example.com",
+                service="tls",
+                tls={"termination": "reencrypt", "destinationCACertificate": ca.cert_pem},
+            ),
             f.route("wild", "any.apps.example.com", service="wild", wildcard=True),
         ]
         eps = [
-            _eps("root", [root]), _eps("foo", [foo]), _eps("foobar", [foo2]),
-            _eps("w1", [w1]), _eps("w3", [w3]), _eps("tls", [tls_pod]), _eps("wild", [wild]),
+            _eps("root", [root]),
+            _eps("foo", [foo]),
+            _eps("foobar", [foo2]),
+            _eps("w1", [w1]),
+            _eps("w3", [w3]),
+            _eps("tls", [tls_pod]),
+            _eps("wild", [wild]),
         ]
         config = RouterConfig(
-            http_port=http_port, https_port=https_port, stats_port=0, threads=1,
-            max_connections=1000, allow_wildcard_routes=True,
+            http_port=http_port,
+            https_port=https_port,
+            stats_port=0,
+            threads=1,
+            max_connections=1000,
+            allow_wildcard_routes=True,
         )
         admission = admit(routes, [], config)
         assert all(d.admitted for d in admission.decisions.values()), admission.decisions
-        result = render(build_model(admission, eps), config,
-                        RenderPaths(str(run), str(tmp_path / "default.pem")))
+        result = render(
+            build_model(admission, eps),
+            config,
+            RenderPaths(str(run), str(tmp_path / "default.pem")),
+        )
         assert result.skipped == {}
         write_file_set(tmp_path / "conf", result.files)
         with running_haproxy(tmp_path / "conf", [http_port]):
@@ -145,8 +187,9 @@ def test_rendered_configuration_routes_requests(tmp_path: Path) -> None:
 
             # Forwarded headers and httpoxy.
             seen = json.loads(
-                request(http_port, "Both.example.com", headers={"Proxy": "evil"})
-                .headers["x-seen-headers"]
+                request(http_port, "Both.example.com", headers={"Proxy": "evil"}).headers[
+                    "x-seen-headers"
+                ]
             )
             assert seen["x-forwarded-for"] == "127.0.0.1"
             assert seen["forwarded"] == "for=127.0.0.1;host=both.example.com;proto=http"

@@ -92,10 +92,12 @@ def test_named_target_port_picks_that_port() -> None:
 
 def test_numeric_target_port_and_digit_string() -> None:
     eps = f.endpoints("svc", ["10.0.0.1"], [("http", 8080), ("https", 8443)])
-    assert [s.port for s in model([f.route("r", target_port=8443)], [eps]).policies[0].servers] \
-        == [8443]
-    assert [s.port for s in model([f.route("r", target_port="8080")], [eps]).policies[0].servers] \
-        == [8080]
+    assert [s.port for s in model([f.route("r", target_port=8443)], [eps]).policies[0].servers] == [
+        8443
+    ]
+    assert [
+        s.port for s in model([f.route("r", target_port="8080")], [eps]).policies[0].servers
+    ] == [8080]
 
 
 def test_numeric_target_port_may_name_the_service_port() -> None:
@@ -147,7 +149,8 @@ def test_weighted_backends_split_in_proportion() -> None:
     weights = {s.pool: s.weight for s in policy.servers}
     assert weights == {"ns_a": 85, "ns_b": 256}
     assert [(t.pool, t.weight, t.members) for t in policy.targets] == [
-        ("ns_a", 1, 1), ("ns_b", 3, 1)
+        ("ns_a", 1, 1),
+        ("ns_b", 3, 1),
     ]
 
 
@@ -181,10 +184,12 @@ def test_termination_and_insecure_policy() -> None:
     routes = [
         f.route("plain"),
         f.route("edge", tls={"termination": "edge"}),
-        f.route("edge-allow",
-                tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}),
-        f.route("pt", tls={"termination": "passthrough",
-                           "insecureEdgeTerminationPolicy": "Redirect"}),
+        f.route(
+            "edge-allow", tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}
+        ),
+        f.route(
+            "pt", tls={"termination": "passthrough", "insecureEdgeTerminationPolicy": "Redirect"}
+        ),
         f.route("re", tls={"termination": "reencrypt", "destinationCACertificate": None}),
     ]
     got = {p.name: (p.termination, p.insecure_policy) for p in model(routes).policies}
@@ -208,11 +213,14 @@ def test_rule_takes_admitted_host_and_path_as_given() -> None:
 
 
 def test_annotations_are_parsed_and_invalid_ones_ignored_with_warning() -> None:
-    route = f.route("r", annotations={
-        "haproxy.router.openshift.io/balance": "roundrobin",
-        "haproxy.router.openshift.io/timeout": "forever",
-        "router.openshift.io/cookie_name": "my_cookie",
-    })
+    route = f.route(
+        "r",
+        annotations={
+            "haproxy.router.openshift.io/balance": "roundrobin",
+            "haproxy.router.openshift.io/timeout": "forever",
+            "router.openshift.io/cookie_name": "my_cookie",
+        },
+    )
     policy = model([route]).policies[0]
     assert policy.options.balance == "roundrobin"
     assert policy.options.timeout_ms is None

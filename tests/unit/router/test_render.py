@@ -17,8 +17,12 @@ from shiftnet.router.haproxy.render import RenderPaths, render, render_haproxy, 
 from shiftnet.router.model import L7Model, Rule, Server, build_model
 
 CONFIG = RouterConfig(
-    http_port=8080, https_port=8443, stats_port=1936, allow_wildcard_routes=True,
-    max_connections=2000, threads=2,
+    http_port=8080,
+    https_port=8443,
+    stats_port=1936,
+    allow_wildcard_routes=True,
+    max_connections=2000,
+    threads=2,
 )
 PATHS = RenderPaths(run_dir="/var/run/shiftnet", default_certificate="/etc/shiftnet/default.pem")
 
@@ -50,8 +54,10 @@ def map_entries(out: dict[str, str], name: str) -> dict[str, str]:
 
 
 def test_render_is_deterministic_and_independent_of_input_order() -> None:
-    routes = [f.route(f"r{i}", f"h{i % 7}.example.com", path=f"/p{i}", service=f"s{i % 3}")
-              for i in range(40)]
+    routes = [
+        f.route(f"r{i}", f"h{i % 7}.example.com", path=f"/p{i}", service=f"s{i % 3}")
+        for i in range(40)
+    ]
     eps = [f.endpoints(f"s{i}", [f"10.0.{i}.{j}" for j in range(1, 5)]) for i in range(3)]
     first = render_haproxy(build(routes, eps), CONFIG, PATHS)
     assert first == render_haproxy(build(routes, eps), CONFIG, PATHS)
@@ -79,11 +85,13 @@ def test_no_regex_maps_anywhere() -> None:
 
 
 def test_host_and_path_keys() -> None:
-    out = files([
-        f.route("root", "www.example.com"),
-        f.route("foo", "www.example.com", path="/foo"),
-        f.route("slash", "www.example.com", path="/foo/bar/"),
-    ])
+    out = files(
+        [
+            f.route("root", "www.example.com"),
+            f.route("foo", "www.example.com", path="/foo"),
+            f.route("slash", "www.example.com", path="/foo/bar/"),
+        ]
+    )
     assert map_entries(out, r.HTTP_EXACT_MAP) == {
         "www.example.com/foo": "be_http:ns:foo",
         "www.example.com/foo/bar": "be_http:ns:slash",
@@ -106,10 +114,12 @@ def test_prefix_keys_never_match_a_longer_segment() -> None:
 
 
 def test_same_normalized_path_longer_raw_path_wins() -> None:
-    out = files([
-        f.route("a", "h.example.com", path="/foo", created="2026-01-01T00:00:00Z"),
-        f.route("b", "h.example.com", path="/foo/", created="2026-01-02T00:00:00Z"),
-    ])
+    out = files(
+        [
+            f.route("a", "h.example.com", path="/foo", created="2026-01-01T00:00:00Z"),
+            f.route("b", "h.example.com", path="/foo/", created="2026-01-02T00:00:00Z"),
+        ]
+    )
     assert map_entries(out, r.HTTP_PREFIX_MAP) == {"h.example.com/foo/": "be_http:ns:b"}
 
 
@@ -121,17 +131,28 @@ def test_wildcard_routes_use_the_wildcard_maps_only() -> None:
 
 
 def test_tls_maps_and_insecure_policies() -> None:
-    out = files([
-        f.route("none", "none.example.com", tls={"termination": "edge"}),
-        f.route("allow", "allow.example.com",
-                tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"}),
-        f.route("redir", "redir.example.com",
-                tls={"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect"}),
-        f.route("pt", "pt.example.com", tls={"termination": "passthrough"}),
-        f.route("ptr", "ptr.example.com",
-                tls={"termination": "passthrough", "insecureEdgeTerminationPolicy": "Redirect"}),
-        f.route("ptw", "x.pt.example.org", wildcard=True, tls={"termination": "passthrough"}),
-    ])
+    out = files(
+        [
+            f.route("none", "none.example.com", tls={"termination": "edge"}),
+            f.route(
+                "allow",
+                "allow.example.com",
+                tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"},
+            ),
+            f.route(
+                "redir",
+                "redir.example.com",
+                tls={"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect"},
+            ),
+            f.route("pt", "pt.example.com", tls={"termination": "passthrough"}),
+            f.route(
+                "ptr",
+                "ptr.example.com",
+                tls={"termination": "passthrough", "insecureEdgeTerminationPolicy": "Redirect"},
+            ),
+            f.route("ptw", "x.pt.example.org", wildcard=True, tls={"termination": "passthrough"}),
+        ]
+    )
     assert map_entries(out, r.HTTP_PREFIX_MAP) == {
         "allow.example.com/": "be_edge_http:ns:allow",
         "redir.example.com/": r.REDIRECT_BACKEND,
@@ -143,11 +164,14 @@ def test_tls_maps_and_insecure_policies() -> None:
         "redir.example.com/": "be_secure:ns:redir",
     }
     assert map_entries(out, r.SNI_PASSTHROUGH_MAP) == {
-        "pt.example.com": "be_tcp:ns:pt", "ptr.example.com": "be_tcp:ns:ptr",
+        "pt.example.com": "be_tcp:ns:pt",
+        "ptr.example.com": "be_tcp:ns:ptr",
     }
     assert map_entries(out, r.SNI_PASSTHROUGH_WILDCARD_MAP) == {"pt.example.org": "be_tcp:ns:ptw"}
     assert set(map_entries(out, r.SNI_TERMINATE_MAP)) == {
-        "allow.example.com", "none.example.com", "redir.example.com",
+        "allow.example.com",
+        "none.example.com",
+        "redir.example.com",
     }
     assert "location https://%[var(txn.host)]:8443%[capture.req.uri] code 302" in out["haproxy.cfg"]
 
@@ -156,14 +180,27 @@ def test_route_certificates_go_to_the_crt_list() -> None:
     ca = TestCA()
     kp = ca.issue("secure.example.com")
     wild = ca.issue("*.apps.example.com")
-    out = files([
-        f.route("edge", "secure.example.com",
-                tls={"termination": "edge", "certificate": kp.cert_pem, "key": kp.key_pem,
-                     "caCertificate": ca.cert_pem}),
-        f.route("w", "x.apps.example.com", wildcard=True,
-                tls={"termination": "edge", "certificate": wild.cert_pem, "key": wild.key_pem}),
-        f.route("nocert", "plain.example.com", tls={"termination": "edge"}),
-    ])
+    out = files(
+        [
+            f.route(
+                "edge",
+                "secure.example.com",
+                tls={
+                    "termination": "edge",
+                    "certificate": kp.cert_pem,
+                    "key": kp.key_pem,
+                    "caCertificate": ca.cert_pem,
+                },
+            ),
+            f.route(
+                "w",
+                "x.apps.example.com",
+                wildcard=True,
+                tls={"termination": "edge", "certificate": wild.cert_pem, "key": wild.key_pem},
+            ),
+            f.route("nocert", "plain.example.com", tls={"termination": "edge"}),
+        ]
+    )
     assert out["crt-list.txt"] == (
         "certs/ns,edge.pem secure.example.com\ncerts/ns,w.pem *.apps.example.com\n"
     )
@@ -178,13 +215,18 @@ def test_route_certificates_go_to_the_crt_list() -> None:
 def test_backend_per_termination() -> None:
     ca = TestCA()
     eps = [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]
-    text = cfg([
-        f.route("plain"),
-        f.route("edge", tls={"termination": "edge"}),
-        f.route("pt", tls={"termination": "passthrough"}),
-        f.route("re", tls={"termination": "reencrypt", "destinationCACertificate": ca.cert_pem}),
-        f.route("re-noca", tls={"termination": "reencrypt"}),
-    ], eps)
+    text = cfg(
+        [
+            f.route("plain"),
+            f.route("edge", tls={"termination": "edge"}),
+            f.route("pt", tls={"termination": "passthrough"}),
+            f.route(
+                "re", tls={"termination": "reencrypt", "destinationCACertificate": ca.cert_pem}
+            ),
+            f.route("re-noca", tls={"termination": "reencrypt"}),
+        ],
+        eps,
+    )
     plain = backend_block(text, "be_http:ns:plain")
     assert "mode http" in plain and "balance leastconn" in plain
     assert re.search(r"cookie \"[0-9a-f]{32}\" insert indirect nocache httponly\n", plain)
@@ -206,26 +248,34 @@ def test_single_member_has_no_health_check() -> None:
 
 
 def test_annotations_render() -> None:
-    route = f.route("a", tls={"termination": "edge"}, path="/app", annotations={
-        "haproxy.router.openshift.io/balance": "source",
-        "haproxy.router.openshift.io/timeout": "2m",
-        "haproxy.router.openshift.io/timeout-tunnel": "2h",
-        "haproxy.router.openshift.io/ip_allowlist": "10.0.0.0/8 192.168.1.7",
-        "haproxy.router.openshift.io/hsts_header": "max-age=600 ; preload",
-        "haproxy.router.openshift.io/rewrite-target": "/v2/",
-        "haproxy.router.openshift.io/set-forwarded-headers": "replace",
-        "haproxy.router.openshift.io/rate-limit-connections": "true",
-        "haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp": "10",
-        "haproxy.router.openshift.io/rate-limit-connections.rate-http": "50",
-        "haproxy.router.openshift.io/pod-concurrent-connections": "7",
-        "router.openshift.io/cookie_name": "sticky",
-        "router.openshift.io/haproxy.health.check.interval": "1500ms",
-    })
+    route = f.route(
+        "a",
+        tls={"termination": "edge"},
+        path="/app",
+        annotations={
+            "haproxy.router.openshift.io/balance": "source",
+            "haproxy.router.openshift.io/timeout": "2m",
+            "haproxy.router.openshift.io/timeout-tunnel": "2h",
+            "haproxy.router.openshift.io/ip_allowlist": "10.0.0.0/8 192.168.1.7",
+            "haproxy.router.openshift.io/hsts_header": "max-age=600 ; preload",
+            "haproxy.router.openshift.io/rewrite-target": "/v2/",
+            "haproxy.router.openshift.io/set-forwarded-headers": "replace",
+            "haproxy.router.openshift.io/rate-limit-connections": "true",
+            "haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp": "10",
+            "haproxy.router.openshift.io/rate-limit-connections.rate-http": "50",
+            "haproxy.router.openshift.io/pod-concurrent-connections": "7",
+            "router.openshift.io/cookie_name": "sticky",
+            "router.openshift.io/haproxy.health.check.interval": "1500ms",
+        },
+    )
     eps = [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]
     out = files([route], eps)
     block = backend_block(out["haproxy.cfg"], "be_edge_http:ns:a")
     for expected in (
-        "balance source", "hash-type consistent", "timeout server 2m", "timeout tunnel 2h",
+        "balance source",
+        "hash-type consistent",
+        "timeout server 2m",
+        "timeout tunnel 2h",
         'http-request deny if !{ src -f "allowlists/ns,a.txt" }',
         'http-response set-header Strict-Transport-Security "max-age=600;preload" if { ssl_fc }',
         'http-request replace-path "^/app/?(.*)\\$" "/v2/\\\\1"',
@@ -241,27 +291,47 @@ def test_annotations_render() -> None:
 
 
 def test_disable_cookies_and_forwarded_never() -> None:
-    block = backend_block(cfg([f.route("a", annotations={
-        "haproxy.router.openshift.io/disable_cookies": "true",
-        "haproxy.router.openshift.io/set-forwarded-headers": "never",
-    })]), "be_http:ns:a")
+    block = backend_block(
+        cfg(
+            [
+                f.route(
+                    "a",
+                    annotations={
+                        "haproxy.router.openshift.io/disable_cookies": "true",
+                        "haproxy.router.openshift.io/set-forwarded-headers": "never",
+                    },
+                )
+            ]
+        ),
+        "be_http:ns:a",
+    )
     assert "cookie" not in block and "forwardfor" not in block and "Forwarded" not in block
 
 
 def test_global_frontends_stats_and_errorfiles() -> None:
     config = dataclasses.replace(
-        CONFIG, stats_username="admin", stats_password="s3cret", errorfile_404="/etc/404.http",
+        CONFIG,
+        stats_username="admin",
+        stats_password="s3cret",
+        errorfile_404="/etc/404.http",
         hard_stop_after_ms=45_000,
     )
     out = files([f.route("a")], config=config)
     text = out["haproxy.cfg"]
     for expected in (
-        "maxconn 2000", "nbthread 2", "hard-stop-after 45s",
+        "maxconn 2000",
+        "nbthread 2",
+        "hard-stop-after 45s",
         'stats socket "/var/run/shiftnet/admin.sock" mode 600 level admin expose-fd listeners',
-        "bind :8080", "bind :8443", "bind :1936",
-        "http-request del-header Proxy", "http-request set-header Host %[req.hdr(Host),lower]",
-        "monitor-uri /healthz", 'stats auth "admin:s3cret"',
-        "errorfile 503 error-page-503.http", 'errorfile 404 "/etc/404.http"',
+        "bind :8080",
+        "bind :8443",
+        "bind :1936",
+        "http-request del-header Proxy",
+        "http-request set-header Host %[req.hdr(Host),lower]",
+        "monitor-uri /healthz",
+        'stats auth "admin:s3cret"',
+        "errorfile 503 error-page-503.http",
+        'errorfile 404 "/etc/404.http"',
         'server fe_sni "unix@/var/run/shiftnet/fe_sni.sock" send-proxy-v2',
         'bind "unix@/var/run/shiftnet/fe_sni.sock" mode 600 accept-proxy ssl',
     ):

@@ -141,6 +141,15 @@ def log_limits_once(limits: ProcessLimits) -> None:
         )
 
 
+def _pid_alive(pid: int) -> bool:
+    """The pid exists and is not a zombie (its command line may be mid-exec)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
 @dataclass(frozen=True)
 class MasterStatus:
     """The master's view from ``show proc``."""
@@ -228,6 +237,7 @@ class HAProxyProcess:
         self.restart_backoff = restart_backoff
         self.restarts = 0
         self.adopted = False
+        self.wanted = False  # set once started or adopted; supervise() acts only then
         self._lock = asyncio.Lock()
 
     # ----------------------------------------------------------------- checks
@@ -277,7 +287,7 @@ class HAProxyProcess:
     async def status(self) -> MasterStatus:
         return parse_show_proc(await unix_command(self.master_socket, "show proc"))
 
-    async def _wait_status(self, timeout: float) -> MasterStatus:
+    async def wait_status(self, timeout: float) -> MasterStatus:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
@@ -297,10 +307,11 @@ class HAProxyProcess:
         if pid is None or not self._is_our_master(pid):
             return False
         try:
-            st = await self._wait_status(timeout=2.0)
+            st = await self.wait_status(timeout=2.0)
         except HAProxyError:
             return False
         self.adopted = True
+        self.wanted = True
         log.info("haproxy adopted master_pid=%d workers=%s", st.master_pid, list(st.workers))
         return True
 
@@ -336,8 +347,9 @@ class HAProxyProcess:
             raise HAProxyError(
                 f"HAProxy failed to start: {_first_alert(out.decode(errors='replace'))}"
             )
-        st = await self._wait_status(timeout=10.0)
+        st = await self.wait_status(timeout=10.0)
         self.adopted = False
+        self.wanted = True
         log.info("haproxy started master_pid=%d workers=%s", st.master_pid, list(st.workers))
 
     async def ensure_running(self) -> bool:
@@ -345,7 +357,7 @@ class HAProxyProcess:
         async with self._lock:
             if self.alive():
                 try:
-                    await self._wait_status(timeout=2.0)
+                    await self.wait_status(timeout=2.0)
                     return False
                 except HAProxyError:
                     log.warning("haproxy master does not answer; restarting it")
@@ -360,11 +372,13 @@ class HAProxyProcess:
         the previous worker then keeps serving the previous configuration.
         """
         async with self._lock:
-            before = await self._wait_status(timeout=5.0)
+            before = await self.wait_status(timeout=5.0)
             os.kill(before.master_pid, signal.SIGUSR2)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
+                if not _pid_alive(before.master_pid):
+                    raise HAProxyError("HAProxy's master died during a reload")
                 try:
                     st = await self.status()
                 except (TimeoutError, OSError, HAProxyError):
@@ -389,6 +403,7 @@ class HAProxyProcess:
     async def stop(self, timeout: float = 5.0) -> None:
         """Stop the master and its workers (clean router shutdown only)."""
         async with self._lock:
+            self.wanted = False
             pid = self.read_pid()
             if pid is None or not self._is_our_master(pid):
                 return
@@ -408,12 +423,12 @@ class HAProxyProcess:
         """Forever: restart HAProxy when its master is gone (run as a task)."""
         while True:
             await asyncio.sleep(interval)
-            if self.alive():
+            if not self.wanted or self.alive():
                 continue
             log.error("haproxy is not running; restarting it config=%s", self.config_path)
             try:
                 async with self._lock:
-                    if not self.alive():
+                    if self.wanted and not self.alive():
                         await self._start_locked()
                         self.restarts += 1
                         metrics.HAPROXY_RESTARTS.inc()
