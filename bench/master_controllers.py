@@ -45,10 +45,11 @@ async def wipe(url: str) -> None:
     if url.startswith("etcd://"):
         import httpx
 
-        host = url[len("etcd://"):]
+        host = url[len("etcd://") :]
         async with httpx.AsyncClient() as h:
-            await h.post(f"http://{host}/v3/kv/deleterange",
-                         json={"key": "AA==", "range_end": "AA=="})
+            await h.post(
+                f"http://{host}/v3/kv/deleterange", json={"key": "AA==", "range_end": "AA=="}
+            )
 
 
 async def cluster_ips(url: str, n: int, workers: int) -> float:
@@ -90,8 +91,9 @@ async def endpoints_latency(url: str, pods: int, others: int, flips: int) -> lis
             await client.create(service(f"other-{i}", selector={"app": f"other-{i}"}))
         await client.create(service("web", selector={"app": "web"}))
         for i in range(pods):
-            await client.create(pod(f"web-{i}", f"127.10.{i // 250}.{i % 250 + 2}",
-                                    labels={"app": "web"}))
+            await client.create(
+                pod(f"web-{i}", f"127.10.{i // 250}.{i % 250 + 2}", labels={"app": "web"})
+            )
 
         def ready_ips() -> set[str]:
             ep = eps.get("default", "web")
@@ -141,14 +143,14 @@ async def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     try:
         for name, url in backends:
             if url.startswith("sqlite://"):
-                Path(url[len("sqlite://"):]).unlink(missing_ok=True)
+                Path(url[len("sqlite://") :]).unlink(missing_ok=True)
             r: dict[str, float] = {}
             r["clusterip_1_worker_s"] = await cluster_ips(url, args.services, 1)
             if url.startswith("sqlite://"):
-                Path(url[len("sqlite://"):]).unlink(missing_ok=True)
+                Path(url[len("sqlite://") :]).unlink(missing_ok=True)
             r["clusterip_8_workers_s"] = await cluster_ips(url, args.services, 8)
             if url.startswith("sqlite://"):
-                Path(url[len("sqlite://"):]).unlink(missing_ok=True)
+                Path(url[len("sqlite://") :]).unlink(missing_ok=True)
             lat = await endpoints_latency(url, args.pods, args.other_services, args.flips)
             r["endpoints_p50_ms"] = statistics.median(lat) * 1000
             r["endpoints_p95_ms"] = pct(lat, 0.95) * 1000
@@ -185,8 +187,10 @@ def main() -> None:
         print(f"{label:<{width}}  " + "  ".join(f"{results[n][key]:>10.2f}" for n in names))
     for n in names:
         r = results[n]
-        print(f"{n}: 8 workers are {r['clusterip_1_worker_s'] / r['clusterip_8_workers_s']:.2f}x "
-              "faster than 1 at allocating ClusterIPs")
+        print(
+            f"{n}: 8 workers are {r['clusterip_1_worker_s'] / r['clusterip_8_workers_s']:.2f}x "
+            "faster than 1 at allocating ClusterIPs"
+        )
     out = {
         "benchmark": "master_controllers",
         "params": vars(args),

@@ -36,7 +36,10 @@ def start_master(home: Path, *flags: str) -> subprocess.Popen[str]:
     env["SHIFTNET_HOME"] = str(home)
     return subprocess.Popen(
         [SHIFTNET, "--store", f"sqlite://{home}/state.db", "master", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 

@@ -57,9 +57,11 @@ async def test_requested_ip_honoured_and_duplicate_gets_clear_error(store_url) -
         await client.create(service("first", cluster_ip="127.30.5.5"))
         await eventually(
             lambda: client.get(Service, "default", "first"),
-            lambda s: s.spec.cluster_ip == "127.30.5.5"
-            and ERROR_ANNOTATION not in s.metadata.annotations
-            and s.metadata.resource_version != "",
+            lambda s: (
+                s.spec.cluster_ip == "127.30.5.5"
+                and ERROR_ANNOTATION not in s.metadata.annotations
+                and s.metadata.resource_version != ""
+            ),
         )
         # the CLI's up-front check refuses the duplicate before anything is written
         with pytest.raises(AllocationError, match="provided IP is already allocated"):

@@ -62,8 +62,12 @@ def service(
     if selector is not None:
         body["selector"] = selector
     obj = parse_object(
-        {"apiVersion": "v1", "kind": "Service",
-         "metadata": {"name": name, "namespace": ns}, "spec": body}
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": body,
+        }
     )
     assert isinstance(obj, Service)
     return obj
@@ -99,9 +103,13 @@ def pod(
     if ip:
         status["podIP"] = ip
     obj = parse_object(
-        {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-         "spec": spec, "status": status}
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": spec,
+            "status": status,
+        }
     )
     assert isinstance(obj, Pod)
     return obj
@@ -109,11 +117,15 @@ def pod(
 
 def node(name: str, ip: str = "127.0.0.1", *, ready: bool = True) -> Node:
     obj = parse_object(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-         "status": {
-             "addresses": [{"type": "InternalIP", "address": ip}],
-             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-         }}
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": ip}],
+                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            },
+        }
     )
     assert isinstance(obj, Node)
     return obj

@@ -184,9 +184,7 @@ def test_pool_never_double_allocates_and_picks_lowest(
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.booleans(), max_size=120), st.randoms(use_true_random=False))
-def test_iprange_allocations_are_distinct(
-    actions: list[bool], rnd: object
-) -> None:
+def test_iprange_allocations_are_distinct(actions: list[bool], rnd: object) -> None:
     import random
 
     assert isinstance(rnd, random.Random)

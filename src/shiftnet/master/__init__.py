@@ -66,7 +66,9 @@ class Master:
         self._started = True
         log.info(
             "master started mode=%s cluster_network=%s service_network=%s",
-            self.config.network_mode, self.subnets.range.cidr, self.cluster_ips.range.cidr,
+            self.config.network_mode,
+            self.subnets.range.cidr,
+            self.cluster_ips.range.cidr,
         )
 
     async def stop(self) -> None:

@@ -134,15 +134,14 @@ class ClusterIPAllocator:
             return
         log.warning(
             "service network setting ignored, the stored one is kept stored=%s setting=%s",
-            stored.cidr, self.range.cidr,
+            stored.cidr,
+            self.range.cidr,
         )
         self.range = stored
 
     def rebuild(self) -> None:
         """Take every address the stored Services already hold; the oldest claim wins."""
-        claims = [
-            s for s in self.informer.list() if wants_cluster_ip(s) and s.spec.cluster_ip
-        ]
+        claims = [s for s in self.informer.list() if wants_cluster_ip(s) and s.spec.cluster_ip]
         claims.sort(key=lambda s: (s.metadata.creation_timestamp or "", s.key))
         self._held.clear()
         self.range.rebuild(())
@@ -157,7 +156,9 @@ class ClusterIPAllocator:
         metrics.CLUSTER_IPS_FREE.set(self.range.free)
         log.info(
             "cluster IPs rebuilt network=%s allocated=%d free=%d",
-            self.range.cidr, self.range.used, self.range.free,
+            self.range.cidr,
+            self.range.used,
+            self.range.free,
         )
 
     async def start(self) -> None:
@@ -224,9 +225,13 @@ class ClusterIPAllocator:
         except (AlreadyAllocated, RangeFull, NotInRange) as exc:
             if not isinstance(exc, NotInRange):
                 self._waiting.add(key)
-            err = _invalid(svc, wanted, str(exc)) if wanted else (
-                f'Service "{svc.namespace}/{svc.name}": failed to allocate a ClusterIP '
-                f"from {self.range.cidr}: {exc}"
+            err = (
+                _invalid(svc, wanted, str(exc))
+                if wanted
+                else (
+                    f'Service "{svc.namespace}/{svc.name}": failed to allocate a ClusterIP '
+                    f"from {self.range.cidr}: {exc}"
+                )
             )
             svc.spec.cluster_ip = None
             _set_error(svc, err, wanted or None)
@@ -282,7 +287,9 @@ class ClusterIPAllocator:
             metrics.CLUSTER_IP_ERRORS.inc()
             log.warning(
                 "cluster IP not allocated service=%s/%s error=%s",
-                key[0], key[1], outcome["error"],
+                key[0],
+                key[1],
+                outcome["error"],
             )
         else:
             log.info("cluster IP allocated service=%s/%s ip=%s", key[0], key[1], outcome["ip"])

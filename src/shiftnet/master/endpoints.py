@@ -145,5 +145,8 @@ class EndpointsController:
         not_ready = sum(len(s.not_ready_addresses) for s in ep.subsets)
         log.debug(
             "endpoints written service=%s/%s ready=%d not_ready=%d",
-            key[0], key[1], ready, not_ready,
+            key[0],
+            key[1],
+            ready,
+            not_ready,
         )

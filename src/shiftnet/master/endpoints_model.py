@@ -128,9 +128,14 @@ def desired_subsets(svc: Service, pods: Iterable[Pod]) -> list[EndpointSubset]:
 def desired_endpoints(svc: Service, pods: Iterable[Pod]) -> Endpoints:
     """The whole Endpoints object (named as the Service, carrying its labels)."""
     ep = Endpoints.model_validate(
-        {"metadata": {"name": svc.name, "namespace": svc.namespace,
-                      "labels": dict(sorted(svc.metadata.labels.items())),
-                      "annotations": {MANAGED_BY: CONTROLLER}}}
+        {
+            "metadata": {
+                "name": svc.name,
+                "namespace": svc.namespace,
+                "labels": dict(sorted(svc.metadata.labels.items())),
+                "annotations": {MANAGED_BY: CONTROLLER},
+            }
+        }
     )
     ep.subsets = desired_subsets(svc, pods)
     return ep

@@ -144,13 +144,17 @@ class SubnetAllocator:
             log.warning(
                 "cluster network setting ignored, the stored one is kept "
                 "stored=%s/%d setting=%s/%d",
-                stored[0], stored[1], self.config.cluster_network, self.config.host_subnet_length,
+                stored[0],
+                stored[1],
+                self.config.cluster_network,
+                self.config.host_subnet_length,
             )
             try:
                 self.range = SubnetRange(stored[0], stored[1])
             except AllocationError as exc:
                 log.error("stored cluster network unusable, using the setting error=%s", exc)
         if not cn.service_network:
+
             def fill(c: ClusterNetwork) -> ClusterNetwork:
                 c.service_network = self.config.service_network
                 return c
@@ -172,12 +176,17 @@ class SubnetAllocator:
             except AllocationError as exc:
                 log.error(
                     "host subnet not usable, it will be reallocated hostsubnet=%s subnet=%s "
-                    "error=%s", h.name, h.subnet, exc,
+                    "error=%s",
+                    h.name,
+                    h.subnet,
+                    exc,
                 )
         self._gauges()
         log.info(
             "host subnets rebuilt network=%s allocated=%d free=%d",
-            self.range.cidr, self.range.used, self.range.free,
+            self.range.cidr,
+            self.range.used,
+            self.range.free,
         )
 
     async def start(self) -> None:
@@ -261,6 +270,7 @@ class SubnetAllocator:
                 self.queue.add(name)  # written meanwhile: look again
                 return
         elif (hs.subnet, hs.host, hs.host_ip) != (held, name, host_ip):
+
             def fix(h: HostSubnet) -> HostSubnet:
                 h.subnet, h.host, h.host_ip = held, name, host_ip
                 return h
@@ -271,7 +281,9 @@ class SubnetAllocator:
         if cond is not None and cond.reason == REASON_EXHAUSTED:
             msg = f"host subnet {held} allocated"
             await self.client.mutate(
-                Node, None, name,
+                Node,
+                None,
+                name,
                 lambda n: n if set_network_condition(n, False, REASON_ALLOCATED, msg) else None,
             )
 
@@ -282,7 +294,10 @@ class SubnetAllocator:
             owner = next((n for n, s in self._held.items() if s == subnet), None)
             log.error(
                 "host subnet already held by another node, reallocating node=%s subnet=%s "
-                "holder=%s", name, subnet, owner,
+                "holder=%s",
+                name,
+                subnet,
+                owner,
             )
             return self._held.get(name)
         try:
@@ -317,6 +332,8 @@ class SubnetAllocator:
         metrics.SUBNETS_EXHAUSTED.inc()
         log.warning("host subnet not allocated node=%s error=%s", node.name, msg)
         await self.client.mutate(
-            Node, None, node.name,
+            Node,
+            None,
+            node.name,
             lambda n: n if set_network_condition(n, True, REASON_EXHAUSTED, msg) else None,
         )

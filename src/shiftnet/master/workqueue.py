@@ -92,7 +92,10 @@ class KeyedWorkQueue(Generic[K]):
             except Exception as exc:  # one bad key must never stop the others
                 log.warning(
                     "sync failed, will retry queue=%s key=%s error=%s",
-                    self.name, key, exc, exc_info=log.isEnabledFor(logging.DEBUG),
+                    self.name,
+                    key,
+                    exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
                 )
                 self._schedule_retry(key)
             finally:

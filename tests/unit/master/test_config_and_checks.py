@@ -22,11 +22,15 @@ NET = "127.30.0.0/16"
 def test_mode_defaults() -> None:
     local = MasterConfig.build()
     assert (local.cluster_network, local.host_subnet_length, local.service_network) == (
-        "127.10.0.0/16", 8, "127.30.0.0/16",
+        "127.10.0.0/16",
+        8,
+        "127.30.0.0/16",
     )
     sdn = MasterConfig.build("sdn")
     assert (sdn.cluster_network, sdn.host_subnet_length, sdn.service_network) == (
-        "10.1.0.0/16", 8, "172.30.0.0/16",
+        "10.1.0.0/16",
+        8,
+        "172.30.0.0/16",
     )
     mixed = MasterConfig.build("sdn", cluster_network="10.128.0.0/14", host_subnet_length=9)
     assert (mixed.cluster_network, mixed.host_subnet_length) == ("10.128.0.0/14", 9)
@@ -37,8 +41,10 @@ def test_mode_defaults() -> None:
     [
         ({"network_mode": "ovn"}, 'network mode "ovn" is not supported'),
         ({"cluster_network": "127.10.0.1/16"}, "cluster network setting is invalid"),
-        ({"cluster_network": "127.10.0.0/24", "host_subnet_length": 9},
-         "host subnet length 9 does not fit"),
+        (
+            {"cluster_network": "127.10.0.0/24", "host_subnet_length": 9},
+            "host subnet length 9 does not fit",
+        ),
         ({"service_network": "nonsense"}, "service network setting is invalid"),
         ({"service_network": "127.10.128.0/17"}, "overlaps cluster network"),
     ],
@@ -61,10 +67,15 @@ def test_check_request_accepts_free_and_unrequested() -> None:
 @pytest.mark.parametrize(
     ("ip", "words"),
     [
-        ("127.30.0.1", 'Service "default/b" is invalid: spec.clusterIP: Invalid value: '
-                       '"127.30.0.1": provided IP is already allocated'),
-        ("10.0.0.1", "provided IP is not in the valid range. The range of valid IPs is "
-                     "127.30.0.0/16"),
+        (
+            "127.30.0.1",
+            'Service "default/b" is invalid: spec.clusterIP: Invalid value: '
+            '"127.30.0.1": provided IP is already allocated',
+        ),
+        (
+            "10.0.0.1",
+            "provided IP is not in the valid range. The range of valid IPs is 127.30.0.0/16",
+        ),
         ("127.30.0.0", "not in the valid range"),  # the network address is reserved
         ("127.30.255.255", "not in the valid range"),  # so is broadcast
         ("bogus", "not a valid IP address"),
@@ -104,8 +115,11 @@ def test_network_condition_is_set_once_and_keeps_transition_time() -> None:
     assert "all 2 /24 subnets in use (range is full)" in msg
     assert set_network_condition(n, True, "SubnetsExhausted", msg)
     first = n.status.conditions[-1]
-    assert (first.type, first.status, first.reason) == ("NetworkUnavailable", "True",
-                                                        "SubnetsExhausted")
+    assert (first.type, first.status, first.reason) == (
+        "NetworkUnavailable",
+        "True",
+        "SubnetsExhausted",
+    )
     assert not set_network_condition(n, True, "SubnetsExhausted", msg)
     assert set_network_condition(n, False, "SubnetAllocated", "ok")
     assert [c.type for c in n.status.conditions] == ["Ready", "NetworkUnavailable"]

@@ -29,8 +29,9 @@ def summary(ep):  # type: ignore[no-untyped-def]
 
 
 def test_ready_and_not_ready_and_ineligible_pods() -> None:
-    svc = service("web", selector={"app": "web"}, ports=[{"name": "http", "port": 80,
-                                                          "targetPort": "web"}])
+    svc = service(
+        "web", selector={"app": "web"}, ports=[{"name": "http", "port": 80, "targetPort": "web"}]
+    )
     pods = [
         pod("a", "127.10.0.10", labels={"app": "web"}, ports=WEB),
         pod("b", "127.10.0.9", labels={"app": "web"}, ports=WEB, ready=False),
@@ -56,16 +57,27 @@ def test_publish_not_ready_addresses_puts_everyone_under_addresses() -> None:
 
 def test_named_port_missing_on_some_pods_splits_subsets() -> None:
     svc = service(
-        "m", selector={"app": "m"},
-        ports=[{"name": "a", "port": 80, "targetPort": 9000},
-               {"name": "b", "port": 81, "targetPort": "metrics"}],
+        "m",
+        selector={"app": "m"},
+        ports=[
+            {"name": "a", "port": 80, "targetPort": 9000},
+            {"name": "b", "port": 81, "targetPort": "metrics"},
+        ],
     )
     pods = [
-        pod("m1", "127.10.0.2", labels={"app": "m"},
-            ports=[{"name": "metrics", "containerPort": 9100}]),
+        pod(
+            "m1",
+            "127.10.0.2",
+            labels={"app": "m"},
+            ports=[{"name": "metrics", "containerPort": 9100}],
+        ),
         pod("m2", "127.10.0.3", labels={"app": "m"}),
-        pod("m3", "127.10.0.4", labels={"app": "m"},
-            ports=[{"name": "metrics", "containerPort": 9100, "protocol": "UDP"}]),
+        pod(
+            "m3",
+            "127.10.0.4",
+            labels={"app": "m"},
+            ports=[{"name": "metrics", "containerPort": 9100, "protocol": "UDP"}],
+        ),
     ]
     assert summary(desired_endpoints(svc, pods)) == [
         (["127.10.0.3", "127.10.0.4"], [], [("a", 9000, "TCP")]),

@@ -44,9 +44,7 @@ def test_no_node_no_plan_and_unschedulable_or_network_unavailable_nodes_skipped(
     no_net = node("n")
     no_net.status.conditions.append(Condition(type="NetworkUnavailable", status="True"))
     assert not schedulable(cordoned) and not schedulable(no_net)
-    assert plan([unscheduled("p1")], [cordoned, no_net, node("z")])[0] == {
-        ("default", "p1"): "z"
-    }
+    assert plan([unscheduled("p1")], [cordoned, no_net, node("z")])[0] == {("default", "p1"): "z"}
 
 
 def test_node_selector() -> None:
