@@ -75,27 +75,39 @@ class Responder:
     # ------------------------------------------------------------ fast path
 
     def fast(self, data: bytes) -> bytes | None:
-        """The memoised answer to a plain UDP query, or None to take the slow path."""
-        if len(data) > CLASSIC_UDP_SIZE or data[4:12] != _PLAIN_COUNTS or data[2] & 0xFE:
+        """The memoised answer to a plain UDP query, or None to take the slow path.
+
+        The key needs no parsing: lowercasing only touches bytes 0x41-0x5A, and
+        a memo entry is only ever stored for a validated plain query, whose
+        counts and label lengths lowercasing leaves alone. So a hit proves the
+        new packet has the same shape; the raw flags and the last four bytes
+        (type and class) are appended so that no two packets share a key.
+        """
+        if len(data) > CLASSIC_UDP_SIZE:
             return None
-        end = _question_end(data)
-        if end != len(data):
-            return None
-        key = data[2:4] + data[12 : end - 4].lower() + data[end - 4 : end]
-        hit = self._memo.get(key)
+        hit = self._memo.get(data[2:].lower() + data[2:4] + data[-4:])
         if hit is None:
             return None
-        return data[:2] + hit[0] + data[12:end] + hit[1]
+        return data[:2] + hit[0] + data[12:] + hit[1]
+
+    @staticmethod
+    def _key(data: bytes) -> bytes:
+        return data[2:].lower() + data[2:4] + data[-4:]
 
     def _remember(self, data: bytes, response: bytes) -> None:
         """Store a plain query's response, split around the question, for :meth:`fast`."""
         end = _question_end(data)
-        if end != len(data) or len(response) < end:
+        if (
+            end != len(data)
+            or len(data) > CLASSIC_UDP_SIZE
+            or data[4:12] != _PLAIN_COUNTS
+            or data[2] & 0xFE
+            or len(response) < end
+        ):
             return
         if len(self._memo) >= MEMO_LIMIT:
             self._memo = {}
-        key = data[2:4] + data[12 : end - 4].lower() + data[end - 4 : end]
-        self._memo[key] = (response[2:12], response[end:])
+        self._memo[self._key(data)] = (response[2:12], response[end:])
 
     # ------------------------------------------------------------ slow path
 

@@ -180,3 +180,19 @@ def test_new_zone_drops_the_memo() -> None:
     r.set_zone(build_zone([], [], ZoneConfig()))
     assert r.fast(q) is None
     assert dns.message.from_wire(r.respond(q, udp=True)).rcode() == dns.rcode.NXDOMAIN  # type: ignore[arg-type]
+
+
+def test_fast_path_keys_do_not_collide_on_bytes_that_lowercase() -> None:
+    r = responder()
+    https = query("web.default.svc.cluster.local", 65)  # type 0x0041 ('A')
+    r.respond(https.to_wire(), udp=True)
+    other = query("web.default.svc.cluster.local", 97)  # type 0x0061 ('a')
+    assert r.fast(other.to_wire()) is None
+    hit = r.fast(https.to_wire())
+    assert hit is not None and dns.message.from_wire(hit).question[0].rdtype == 65
+    # a flags byte in the 0x41-0x5A range does not pass for its lowercase twin
+    q = bytearray(query("web.default.svc.cluster.local").to_wire())
+    q[3] = 0x65
+    r.respond(bytes(q), udp=True)
+    q[3] = 0x45
+    assert r.fast(bytes(q)) is None
