@@ -12,20 +12,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from shiftnet.api import Resource
+from shiftnet.api.validation import validate
 from shiftnet.errors import Conflict, NotFound
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=Resource)
-
-
-def _validate(obj: Resource) -> None:
-    try:
-        from shiftnet.api.validation import validate
-    except ImportError:  # validation module not present in a partial checkout
-        return
-    validate(obj)
 
 
 def decode(cls: type[R], raw: dict[str, Any]) -> R:
@@ -61,13 +54,13 @@ class Client:
 
     async def create(self, obj: R) -> R:
         self._normalise(obj)
-        _validate(obj)
+        validate(obj)
         raw = await self.store.create(obj.RESOURCE, obj.to_dict())
         return decode(type(obj), raw)
 
     async def update(self, obj: R) -> R:
         self._normalise(obj)
-        _validate(obj)
+        validate(obj)
         raw = await self.store.update(obj.RESOURCE, obj.to_dict())
         return decode(type(obj), raw)
 
