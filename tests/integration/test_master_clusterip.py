@@ -148,6 +148,20 @@ async def test_reapply_without_ip_keeps_address_and_change_is_refused(store_url)
         with pytest.raises(AllocationError, match="immutable"):
             await check_service_request(client, service("web", cluster_ip="127.30.9.9"))
 
+        # written anyway: the address is put back and the refusal stays on the Service
+        web = await client.get(Service, "default", "web")
+        web.spec.cluster_ip = "127.30.9.9"
+        await client.update(web)
+        refused = await eventually(
+            lambda: client.get(Service, "default", "web"),
+            lambda s: s.spec.cluster_ip == ip and ERROR_ANNOTATION in s.metadata.annotations,
+        )
+        assert "field is immutable" in refused.metadata.annotations[ERROR_ANNOTATION]
+        await asyncio.sleep(0.3)  # the master's own write comes back as an event: no flapping
+        again = await client.get(Service, "default", "web")
+        assert again.metadata.annotations == refused.metadata.annotations
+        assert again.metadata.resource_version == refused.metadata.resource_version
+
 
 async def test_claims_written_while_master_was_down_oldest_wins(store_url) -> None:  # noqa: F811
     from shiftnet.client import Client

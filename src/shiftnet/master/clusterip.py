@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 ERROR_ANNOTATION = "shiftnet.io/cluster-ip-error"
 REQUESTED_ANNOTATION = "shiftnet.io/requested-cluster-ip"
+IMMUTABLE = "field is immutable"
 
 Key = tuple[str, str]
 
@@ -107,7 +108,7 @@ class ClusterIPAllocator:
                 held = o.spec.cluster_ip if wants_cluster_ip(o) else None
                 if held and held != "None" and ipaddress.ip_address(held) != want:
                     raise AllocationError(
-                        _invalid(svc, ip, f"field is immutable (the Service holds {held})")
+                        _invalid(svc, ip, f"{IMMUTABLE} (the Service holds {held})")
                     )
                 continue
             if not wants_cluster_ip(o) or not o.spec.cluster_ip:
@@ -213,12 +214,14 @@ class ClusterIPAllocator:
         if held is not None:
             ip = held[0]
             if wanted and wanted != ip and svc.spec.cluster_ip:
-                err = _invalid(svc, wanted, f"field is immutable (the Service keeps {ip})")
+                err = _invalid(svc, wanted, f"{IMMUTABLE} (the Service keeps {ip})")
                 svc.spec.cluster_ip = ip
                 _set_error(svc, err, None)
                 return svc, err
             svc.spec.cluster_ip = ip
-            _set_error(svc, None, None)
+            # a refused change stays reported until the Service is written again by its user
+            previous = svc.metadata.annotations.get(ERROR_ANNOTATION, "")
+            _set_error(svc, previous if IMMUTABLE in previous else None, None)
             return svc, None
         try:
             ip = self.range.allocate(wanted) if wanted else self.range.allocate_next()
