@@ -81,12 +81,3 @@ class Master:
             await self.informers.stop()
         self._started = False
         log.info("master stopped")
-
-    async def wait_idle(self) -> None:
-        """Until no controller has work queued or running (tests, benchmarks)."""
-        for _ in range(3):  # one controller's write may give another work
-            await self.subnets.queue.wait_idle()
-            await self.cluster_ips.queue.wait_idle()
-            await self.endpoints.queue.wait_idle()
-            if self.scheduler is not None:
-                await self.scheduler.runner.flush()
