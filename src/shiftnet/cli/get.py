@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     kinds = parse_kinds(args.kind)
     if args.names and len(kinds) > 1:
         raise InvalidInput("names can only be given with a single resource type")
+    if args.names and args.all_namespaces and any(k.NAMESPACED for k in kinds):
+        raise InvalidInput("a resource cannot be retrieved by name across all namespaces (drop -A)")
     if args.names and args.selector:
         raise InvalidInput("a selector (-l) cannot be combined with names")
     if args.selector is not None:
