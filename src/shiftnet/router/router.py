@@ -124,7 +124,23 @@ class Router:
         await self.driver.flush()
 
     def _on_event(self, event_type: str, old: Any, new: Any) -> None:
+        if (
+            isinstance(new, Route)
+            and isinstance(old, Route)
+            and _status_only(old, new)
+            and self._entry_is_current(new)
+        ):
+            return  # our own status writes (or another router's) change nothing we serve
         self._runner.kick()
+
+    def _entry_is_current(self, route: Route) -> bool:
+        """This router's status entry on ``route`` is what the last sync decided."""
+        if self.admission is None:
+            return False
+        decision = self.admission.decisions.get(route_key(route))
+        if decision is None or decision.ingress is None:
+            return all(e.router_name != self.config.name for e in route.status.ingress)
+        return not needs_write(route, decision.ingress)
 
     # ------------------------------------------------------------------- sync
     def _render(self, result: AdmissionResult) -> tuple[dict[str, bytes], dict[str, list[str]]]:
@@ -200,3 +216,15 @@ class Router:
                 metrics.BACKEND_REQUESTS.remove(gone)
                 metrics.BACKEND_ERRORS.remove(gone)
         return set(counts)
+
+
+def _status_only(old: Route, new: Route) -> bool:
+    """True when only ``status`` (or bookkeeping metadata) changed between two versions."""
+    return (
+        old.spec == new.spec
+        and old.metadata.labels == new.metadata.labels
+        and old.metadata.annotations == new.metadata.annotations
+        and old.metadata.deletion_timestamp == new.metadata.deletion_timestamp
+        and old.metadata.creation_timestamp == new.metadata.creation_timestamp
+        and old.metadata.uid == new.metadata.uid
+    )
