@@ -44,11 +44,7 @@ def sn(store_url: str, tmp_path: Path) -> Shiftnet:  # noqa: F811
 
 def squeeze(text: str) -> list[str]:
     """Lines with runs of blanks collapsed, blank lines dropped (layout-insensitive compare)."""
-    return [
-        re.sub(r"\s+", " ", ln.strip()).replace(": ", ": ")
-        for ln in text.splitlines()
-        if ln.strip()
-    ]
+    return [re.sub(r"\s+", " ", ln.strip()) for ln in text.splitlines() if ln.strip()]
 
 
 def apply_seeds(sn: Shiftnet) -> str:
