@@ -365,40 +365,34 @@ async def test_haproxy_killed_is_restarted(router_env: RouterEnv) -> None:
 
 async def test_restarted_router_adopts_haproxy_without_reload(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env = RouterEnv(tmp_path)
-    with backends("a-1") as pods:
-        await env.start()
-        await serve(env, "demo", "a", pods, host="a.example.com")
-        await env.eventually(lambda: _when(env.get("a.example.com"), lambda r: r.status == 200))
-        await env.router.sync_now()
-        pid = env.router.driver.process.read_pid()
-        master_reloads = (await env.router.driver.process.wait_status(5)).reloads
-        await env.router.stop(stop_haproxy=False)  # as if the router died
-        assert (await env.get("a.example.com")).backend == "a-1"
-        env2 = RouterEnv.__new__(RouterEnv)
-        env2.__dict__.update(env.__dict__)
-        await env2.start()
-        try:
-            assert env2.router.driver.process.read_pid() == pid
-            assert (await env2.router.driver.process.wait_status(5)).reloads == master_reloads
-            assert (await env2.get("a.example.com")).backend == "a-1"
-            await env2.router.stop()
-            assert not env2.router.driver.process.alive()
-        finally:
-            await env2.stop()
+    try:
+        with backends("a-1") as pods:
+            await env.start()
+            await serve(env, "demo", "a", pods, host="a.example.com")
+            await env.eventually(lambda: _when(env.get("a.example.com"), lambda r: r.status == 200))
+            await env.router.sync_now()
+            pid = env.router.driver.process.read_pid()
+            master_reloads = (await env.router.driver.process.wait_status(5)).reloads
+            await env.router.stop(stop_haproxy=False)  # as if the router died
+            assert (await env.get("a.example.com")).backend == "a-1"
+            await env.start()  # a new Router on the same work dir and store
+            assert env.router.driver.process.read_pid() == pid
+            assert (await env.router.driver.process.wait_status(5)).reloads == master_reloads
+            assert env.router.driver.reloads == 0
+            assert (await env.get("a.example.com")).backend == "a-1"
+            await env.router.stop()
+            assert not env.router.driver.process.alive()
+    finally:
+        await env.stop()
 
 
 async def test_two_replicas_do_not_fight_over_status(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.support.router import kill_haproxy
-
     one = RouterEnv(tmp_path)
-    two = RouterEnv(tmp_path)
-    two.work_dir = two.state_dir / "router-router"
-    await two.store.close()
-    two.store, two.client = one.store, one.client
-    with backends("p") as pods:
-        await one.start()
-        await two.start()
-        try:
+    two = RouterEnv(tmp_path)  # same store file, its own ports and work dir
+    try:
+        with backends("p") as pods:
+            await one.start()
+            await two.start()
             await serve(one, "demo", "r", pods, host="r.example.com")
             for env in (one, two):
                 await env.eventually(
@@ -413,10 +407,9 @@ async def test_two_replicas_do_not_fight_over_status(tmp_path) -> None:  # type:
             stored = await one.client.get(Route, "demo", "r")
             assert stored.metadata.resource_version == version
             assert [e.router_name for e in stored.status.ingress] == ["router"]
-        finally:
-            await two.router.stop()
-            await one.stop()
-            kill_haproxy(two.work_dir)
+    finally:
+        await two.stop()
+        await one.stop()
 
 
 async def test_metrics_and_describe(router_env: RouterEnv) -> None:
