@@ -123,6 +123,8 @@ CASES = [
             "SERIAL 7200 1800 86400 5"
         ],
     ),
+    (["cluster.local", "NS"], "NOERROR", ["cluster.local. 5 IN NS ns.dns.cluster.local."]),
+    (["ns.dns.cluster.local", "A"], "NOERROR", ["ns.dns.cluster.local. 5 IN A 127.0.0.1"]),
     ([f"nope.default.{ZONE}", "A"], "NXDOMAIN", []),
     ([f"web.default.{ZONE}", "MX"], "NOERROR", []),
     ([f"default.{ZONE}", "A"], "NOERROR", []),
