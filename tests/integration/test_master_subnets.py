@@ -45,6 +45,11 @@ async def test_default_cluster_network_and_host_subnets(store_url) -> None:  # n
         first = got
         hs = await client.get(HostSubnet, None, "beta")
         assert (hs.host, hs.host_ip) == ("beta", "127.0.0.2")
+        beta = await eventually(
+            lambda: client.get(Node, None, "beta"), lambda n: n.spec.pod_cidr is not None
+        )
+        assert beta.spec.pod_cidr == first["beta"]
+        assert network_condition(beta) is None  # nothing to say when all is well
 
         # a HostSubnet deleted by hand while its node lives comes back, same subnet
         await client.delete(HostSubnet, None, "alpha")

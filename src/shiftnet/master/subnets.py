@@ -212,7 +212,7 @@ class SubnetAllocator:
             and old is not None
             and new is not None
             and old.internal_ip == new.internal_ip
-            and new.name in self._held
+            and new.spec.pod_cidr == self._held.get(new.name, "")
         ):
             cond = next((c for c in new.status.conditions if c.type == CONDITION), None)
             if cond is None or cond.reason != REASON_EXHAUSTED:
@@ -278,14 +278,19 @@ class SubnetAllocator:
             await self.client.mutate(HostSubnet, None, name, fix)
             log.info("host subnet updated node=%s subnet=%s host_ip=%s", name, held, host_ip)
         cond = next((c for c in node.status.conditions if c.type == CONDITION), None)
-        if cond is not None and cond.reason == REASON_EXHAUSTED:
+        exhausted = cond is not None and cond.reason == REASON_EXHAUSTED
+        if exhausted or node.spec.pod_cidr != held:
             msg = f"host subnet {held} allocated"
-            await self.client.mutate(
-                Node,
-                None,
-                name,
-                lambda n: n if set_network_condition(n, False, REASON_ALLOCATED, msg) else None,
-            )
+
+            def mark(n: Node) -> Node:
+                # podCIDR as Kubernetes' node IPAM sets it, so `get nodes` shows the subnet
+                n.spec.pod_cidr = held
+                old = next((c for c in n.status.conditions if c.type == CONDITION), None)
+                if old is not None and old.reason == REASON_EXHAUSTED:
+                    set_network_condition(n, False, REASON_ALLOCATED, msg)
+                return n
+
+            await self.client.mutate(Node, None, name, mark)
 
     def _adopt(self, name: str, subnet: str) -> str | None:
         """A stored HostSubnet says ``subnet`` for this node and we hold something else
