@@ -22,6 +22,7 @@ a winner lets the next-oldest route win by itself on the next computation.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -236,6 +237,18 @@ def admit(
     routes: Iterable[Route], namespaces: Iterable[Namespace], config: RouterConfig
 ) -> AdmissionResult:
     """Decide every route; routes being deleted are skipped like absent ones."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # thousands of short-lived acyclic objects: see haproxy.render.gc_paused
+    try:
+        return _admit(routes, namespaces, config)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _admit(
+    routes: Iterable[Route], namespaces: Iterable[Namespace], config: RouterConfig
+) -> AdmissionResult:
     ns_by_name = {n.metadata.name: n for n in namespaces}
     candidates: list[tuple[Route, str]] = []
     decisions: dict[RouteKey, Decision] = {}

@@ -9,6 +9,7 @@ attached to the route instead of failing it or any other route.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -127,8 +128,29 @@ def _hsts(value: str) -> str | None:
     return ";".join([f"max-age={max_age}", *sorted(flags, key=order.__getitem__)])
 
 
+_NO_OPTIONS = (RouteOptions(), ())
+
+
 def parse_route_options(annotations: Mapping[str, str]) -> tuple[RouteOptions, tuple[str, ...]]:
-    """The options ``annotations`` ask for, and one warning per ignored (invalid) value."""
+    """The options ``annotations`` ask for, and one warning per ignored (invalid) value.
+
+    Memoised on the router's own annotations: with thousands of routes most
+    share none or the same few, and admission and the model both ask.
+    """
+    relevant = tuple(
+        sorted((k, v) for k, v in annotations.items() if k.startswith((HAPROXY, ROUTER)))
+    )
+    if not relevant:
+        return _NO_OPTIONS
+    return _parse_cached(relevant)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_cached(relevant: tuple[tuple[str, str], ...]) -> tuple[RouteOptions, tuple[str, ...]]:
+    return _parse(dict(relevant))
+
+
+def _parse(annotations: Mapping[str, str]) -> tuple[RouteOptions, tuple[str, ...]]:
     warnings: list[str] = []
     opts: dict[str, object] = {}
 

@@ -23,6 +23,8 @@ The shapes follow Kuryr's design (seed 003):
 
 from __future__ import annotations
 
+import functools
+import gc
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -190,16 +192,20 @@ def pool_name(namespace: str, service: str) -> str:
 # ------------------------------------------------------------------ pools
 
 
-def _ip(text: str) -> str | None:
+@functools.lru_cache(maxsize=131072)
+def _ip(text: str) -> tuple[str, int, int] | None:
+    """``(canonical text, version, integer)`` of an address, None when it is not one."""
     try:
-        return str(ipaddress.ip_address(text))
+        addr = ipaddress.ip_address(text)
     except ValueError:
         return None
+    return str(addr), addr.version, int(addr)
 
 
 def _ip_sort_key(member: PoolMember) -> tuple[int, int, int, str, str, bool]:
-    addr = ipaddress.ip_address(member.ip)
-    return (addr.version, int(addr), member.port, member.port_name, member.pod, member.first)
+    parsed = _ip(member.ip)
+    version, number = (parsed[1], parsed[2]) if parsed else (0, 0)
+    return (version, number, member.port, member.port_name, member.pod, member.first)
 
 
 def pool_from_endpoints(namespace: str, service: str, endpoints: Endpoints | None) -> Pool:
@@ -214,9 +220,10 @@ def pool_from_endpoints(namespace: str, service: str, endpoints: Endpoints | Non
     for subset in endpoints.subsets if endpoints is not None else []:
         ports = [p for p in subset.ports if 0 < p.port < 65536 and p.protocol.upper() == "TCP"]
         for address in subset.addresses:
-            ip = _ip(address.ip)
-            if ip is None:
+            parsed = _ip(address.ip)
+            if parsed is None:
                 continue
+            ip = parsed[0]
             pod = (address.target_ref.name or "") if address.target_ref else ""
             for i, port in enumerate(ports):
                 members.add(PoolMember(ip, port.port, port.name or "", pod, first=i == 0))
@@ -281,6 +288,9 @@ def scale_weights(targets: Mapping[str, tuple[int, int]]) -> dict[str, int]:
     256, truncated, and kept at least 1 for a target whose weight is not 0.
     A target with weight 0 or without members gets 0 (no servers).
     """
+    if len(targets) == 1:  # the common case: one service
+        ((pool, (weight, members)),) = targets.items()
+        return {pool: MAX_SERVER_WEIGHT if weight > 0 and members > 0 else 0}
     per_member: dict[str, Fraction] = {}
     for pool, (weight, members) in targets.items():
         per_member[pool] = Fraction(weight, members) if weight > 0 and members > 0 else Fraction(0)
@@ -415,6 +425,18 @@ def build_model(
     Pools are made for exactly the Services admitted routes point at; a pool
     whose Service or Endpoints do not exist yet has no members.
     """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # many short-lived acyclic objects: see render.gc_paused
+    try:
+        return _build_model(admission, endpoints, services)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _build_model(
+    admission: AdmissionResult, endpoints: Iterable[Endpoints], services: Iterable[Service]
+) -> L7Model:
     eps: dict[PoolKey, Endpoints] = {
         (e.metadata.namespace or "", e.metadata.name): e for e in endpoints
     }

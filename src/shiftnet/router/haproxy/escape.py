@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import ipaddress
 import re
@@ -30,7 +31,12 @@ _NAME_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-")
 _NAME_MAX = 120
 
 
+_NAME_SAFE_RE = re.compile(r"[a-z0-9.-]*")
+
+
 def _encode_part(part: str) -> str:
+    if _NAME_SAFE_RE.fullmatch(part):
+        return part
     out: list[str] = []
     for ch in part:
         if ch in _NAME_SAFE:
@@ -61,7 +67,7 @@ def name(*parts: str) -> str:
 
 def file_name(*parts: str, suffix: str) -> str:
     """A file name (one path component) built like :func:`name`, with ``:`` as ``,``."""
-    if not re.fullmatch(r"\.[a-z0-9]{1,8}", suffix):
+    if not _SUFFIX_RE.fullmatch(suffix):
         raise UnsafeValue(f"file suffix {suffix!r} is not a plain extension")
     return name(*parts).replace(":", ",") + suffix
 
@@ -69,7 +75,15 @@ def file_name(*parts: str, suffix: str) -> str:
 # ---------------------------------------------------------------- config words
 
 
+_PLAIN_ASCII_RE = re.compile(r"[\x20-\x7e]*")
+_VISIBLE_RE = re.compile(r"[\x21-\x7e]+")
+_WORDS_RE = re.compile(r"[\x21-\x7e]+( [\x21-\x7e]+)*")
+_SUFFIX_RE = re.compile(r"\.[a-z0-9]{1,8}")
+
+
 def _check_printable(value: str, what: str) -> None:
+    if _PLAIN_ASCII_RE.fullmatch(value):
+        return
     for ch in value:
         if not ch.isprintable() or ch in "\u2028\u2029":
             raise UnsafeValue(f"{what} contains the control character {ch!r}")
@@ -103,7 +117,7 @@ def path(value: str, what: str = "path") -> str:
 
 def bare_path(value: str, what: str = "path") -> str:
     """An absolute file path where HAProxy takes no quotes (crt-list lines): no spaces."""
-    if not value.startswith("/") or not re.fullmatch(r"[\x21-\x7e]+", value) or "#" in value:
+    if not value.startswith("/") or not _VISIBLE_RE.fullmatch(value) or "#" in value:
         raise UnsafeValue(f"{what} {value!r} must be an absolute path of visible ASCII")
     return value
 
@@ -153,6 +167,7 @@ def hostname(value: str, what: str = "host") -> str:
 # ---------------------------------------------------------------- addresses
 
 
+@functools.lru_cache(maxsize=131072)
 def server_address(ip: str, port: int, what: str = "server") -> str:
     """``ip:port`` for a ``server`` line (IPv6 in brackets); anything else is refused."""
     try:
@@ -177,14 +192,14 @@ def ip_network(value: str, what: str = "network") -> str:
 
 def map_key(value: str, what: str = "map key") -> str:
     """A key in an HAProxy map file: visible ASCII, no leading ``#`` (keys cannot be quoted)."""
-    if not value or not re.fullmatch(r"[\x21-\x7e]+", value) or value.startswith("#"):
+    if not value or not _VISIBLE_RE.fullmatch(value) or value.startswith("#"):
         raise UnsafeValue(f"{what} {value!r} cannot be written in a map file")
     return value
 
 
 def map_value(value: str, what: str = "map value") -> str:
     """A value in a map file: visible ASCII words separated by single spaces."""
-    if not re.fullmatch(r"[\x21-\x7e]+( [\x21-\x7e]+)*", value):
+    if not _WORDS_RE.fullmatch(value):
         raise UnsafeValue(f"{what} {value!r} cannot be written in a map file")
     return value
 

@@ -1,0 +1,41 @@
+"""The router as a ``shiftnet up`` component (``name``, ``start``, ``stop``, ``summary``).
+
+Configuration comes from the OpenShift router environment variables (and
+``cluster.config.extra["router"]``, a mapping of the same names, when the
+``up`` command passes flags); the work directory defaults to
+``<state dir>/router-<name>``. ``stop()`` is a clean shutdown, so HAProxy
+stops with the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from shiftnet.router.config import RouterConfig
+
+
+class RouterComponent:
+    name = "router"
+
+    def __init__(self, cluster: Any) -> None:
+        from shiftnet.router.router import Router
+
+        env = dict(os.environ)
+        env["SHIFTNET_HOME"] = str(cluster.config.state_dir)
+        env.update({k: str(v) for k, v in (cluster.config.extra.get("router") or {}).items()})
+        self.config = RouterConfig.from_env(env)
+        self.router = Router(cluster.require_store(), self.config)
+
+    async def start(self) -> None:
+        await self.router.start()
+
+    async def stop(self) -> None:
+        await self.router.stop()
+
+    def summary(self) -> str:
+        bind = self.config.bind_address or "*"
+        return (
+            f"routes on http {bind}:{self.config.http_port}, https {bind}:{self.config.https_port}"
+            f" (HAProxy files in {self.config.work_dir})"
+        )
