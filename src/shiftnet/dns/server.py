@@ -24,6 +24,7 @@ from shiftnet.dns.config import DNSConfig
 from shiftnet.dns.responder import Forward, Responder
 from shiftnet.dns.upstream import Upstreams
 from shiftnet.dns.zone import Zone, ZoneConfig, build_zone
+from shiftnet.errors import ConfigError
 from shiftnet.informer import Informers
 from shiftnet.runner import CoalescingRunner
 from shiftnet.store.base import Store
@@ -106,7 +107,12 @@ class DNSServer:
         await self.informers.start()
         await self._rebuild()
         await self.runner.start()
-        await self._bind_both()
+        try:
+            await self._bind_both()
+        except OSError as exc:
+            await self.stop()
+            where = f"{self.config.listen_host}:{self.config.listen_port}"
+            raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         log.info(
             "dns serving address=%s:%d domain=%s upstreams=%d",
             *self.address,

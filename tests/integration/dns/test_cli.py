@@ -101,3 +101,14 @@ def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert " ".join(out.split()) == 'dns-version.corp.example. 17 IN TXT "1.1.0"', err
     assert proc.returncode == 143, err
     assert "Traceback" not in err
+
+
+def test_port_in_use_is_one_sentence(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        r = shiftnet(tmp_path, "dns", "--listen", f"127.0.0.1:{port}")
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
