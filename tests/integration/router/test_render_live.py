@@ -8,6 +8,7 @@ backends on loopback that answer with their names.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import subprocess
@@ -210,3 +211,33 @@ def test_rendered_configuration_routes_requests(tmp_path: Path) -> None:
             reencrypt = tls("re.example.com")
             assert reencrypt.backend == "tls-pod"
             assert reencrypt.cert_sha256 == sha256_of_pem(default.cert_pem)
+
+
+def test_error_pages_stats_and_health(tmp_path: Path) -> None:
+    page_404, page_503 = tmp_path / "404.http", tmp_path / "503.http"
+    page_404.write_bytes(b"HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n\r\nno route\n")
+    page_503.write_bytes(
+        b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\nno pod\n"
+    )
+    default = TestCA().issue("default.example")
+    (tmp_path / "default.pem").write_text(default.cert_pem + default.key_pem)
+    (tmp_path / "run").mkdir()
+    http_port, https_port, stats_port = free_port(), free_port(), free_port()
+    config = RouterConfig(
+        http_port=http_port, https_port=https_port, stats_port=stats_port, threads=1,
+        max_connections=500, bind_address="127.0.0.1", stats_username="admin",
+        stats_password="s3cret", errorfile_404=str(page_404), errorfile_503=str(page_503),
+    )
+    model = build_model(admit([f.route("a", "a.example.com")], [], config), [])
+    paths = RenderPaths(str(tmp_path / "run"), str(tmp_path / "default.pem"))
+    result = render(model, config, paths)
+    write_file_set(tmp_path / "conf", result.files)
+    with running_haproxy(tmp_path / "conf", [http_port, stats_port]):
+        unknown = request(http_port, "unknown.example.com")
+        assert (unknown.status, unknown.body) == (404, "no route\n")
+        no_pods = request(http_port, "a.example.com")  # route before its endpoints
+        assert (no_pods.status, no_pods.body) == (503, "no pod\n")
+        assert request(stats_port, "x", "/healthz").status == 200
+        assert request(stats_port, "x", "/").status == 401
+        auth = {"Authorization": "Basic " + base64.b64encode(b"admin:s3cret").decode()}
+        assert request(stats_port, "x", "/", headers=auth).status == 200
