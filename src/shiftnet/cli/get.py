@@ -31,6 +31,12 @@ def register(subparsers: Any) -> None:
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
     p.add_argument("-o", "--output", choices=OUTPUTS, help="output format")
+    p.add_argument(
+        "-w", "--watch", action="store_true", help="after listing, print changes until Ctrl-C"
+    )
+    p.add_argument(
+        "--output-watch-events", action="store_true", help="with -w: prefix rows with the event"
+    )
     p.set_defaults(func=run)
 
 
@@ -52,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.selector is not None:
         parse_selector(args.selector)  # a malformed selector is an error, never "everything"
     namespace = None if args.all_namespaces else (args.namespace or DEFAULT_NAMESPACE)
+    if args.watch:
+        return _watch(args, kinds, namespace)
 
     async def go() -> list[tuple[type[Resource], list[Resource]]]:
         out: list[tuple[type[Resource], list[Resource]]] = []
@@ -105,6 +113,30 @@ def print_results(
     if not printed:
         _no_resources(namespace if any(c.NAMESPACED for c, _ in found) else None)
     return 0
+
+
+def _watch(args: argparse.Namespace, kinds: list[type[Resource]], namespace: str | None) -> int:
+    if len(kinds) != 1:
+        raise InvalidInput("watch (-w) takes a single resource type")
+    if args.output in ("yaml", "json"):
+        raise InvalidInput("watch (-w) prints tables or names (-o wide|name)")
+    cls = kinds[0]
+    from shiftnet.cli.watching import watch_objects
+
+    async def go() -> int:
+        async with client_from_args(args) as client:
+            return await watch_objects(
+                client,
+                cls,
+                namespace if cls.NAMESPACED else None,
+                args.selector,
+                set(args.names),
+                fmt=args.output,
+                with_namespace=args.all_namespaces and cls.NAMESPACED,
+                with_events=args.output_watch_events,
+            )
+
+    return int(run_async(go))
 
 
 def _no_resources(namespace: str | None) -> None:

@@ -8,15 +8,21 @@ from collections.abc import Sequence
 COLUMN_GAP = 3  # kubectl's tabwriter padding
 
 
+def column_widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    all_rows = [header, *rows]
+    return [max(len(r[i]) for r in all_rows) for i in range(len(header))]
+
+
+def format_row(row: Sequence[str], widths: Sequence[int]) -> str:
+    """One line: each cell padded to its column's width plus the gap; no trailing blanks."""
+    cells = [c.ljust(max(widths[i], len(c)) + COLUMN_GAP) for i, c in enumerate(row[:-1])]
+    return ("".join(cells) + row[-1]).rstrip()
+
+
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Left-aligned columns separated by at least three spaces; no trailing blanks."""
-    all_rows = [list(header), *[list(r) for r in rows]]
-    widths = [max(len(r[i]) for r in all_rows) for i in range(len(header))]
-    lines = []
-    for r in all_rows:
-        cells = [c.ljust(widths[i] + COLUMN_GAP) for i, c in enumerate(r[:-1])]
-        lines.append(("".join(cells) + r[-1]).rstrip())
-    return "\n".join(lines) + "\n"
+    widths = column_widths(header, rows)
+    return "".join(format_row(r, widths) + "\n" for r in [header, *rows])
 
 
 def parse_timestamp(text: str | None) -> dt.datetime | None:

@@ -295,6 +295,19 @@ def render_table(
     with_namespace: bool = False,
 ) -> str:
     """The ``get`` table for objects of one kind (``-A`` adds NAMESPACE first)."""
+    header, rows = table_rows(cls, objects, now, wide=wide, with_namespace=with_namespace)
+    return format_table(header, rows)
+
+
+def table_rows(
+    cls: type[Resource],
+    objects: Sequence[Resource],
+    now: dt.datetime,
+    *,
+    wide: bool = False,
+    with_namespace: bool = False,
+) -> tuple[list[str], list[Row]]:
+    """Header and rows of the ``get`` table, before layout."""
     spec = TABLES.get(cls.RESOURCE, GENERIC)
     header = list(spec.header)
     if wide and spec.wide_row is not None:
@@ -309,4 +322,4 @@ def render_table(
         if with_namespace:
             row.insert(0, obj.namespace or "")
         rows.append(row)
-    return format_table(header, rows)
+    return header, rows
