@@ -62,8 +62,11 @@ class CoalescingRunner:
     async def _loop(self) -> None:
         while True:
             timeout = self.max_interval
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # races with the event being set, and stop() would then wait forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._pending.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._pending.wait()
             wait = self.min_interval - (time.monotonic() - self._last)
             if wait > 0:
                 await asyncio.sleep(wait)
