@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -160,15 +161,23 @@ def _pgid(pid: str) -> int:
     return int(raw[raw.rfind(")") + 2 :].split()[2])
 
 
-async def test_sigterm_ignoring_pod_is_killed_after_grace(node: NodeHarness) -> None:
-    script = "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
-    await node.client.create(script_pod("stubborn", script, grace=1))
+async def test_sigterm_ignoring_pod_is_killed_after_grace(
+    node: NodeHarness, tmp_path: Path
+) -> None:
+    marker = tmp_path / "handler-installed"
+    script = (
+        "import pathlib,signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+        f"pathlib.Path({str(marker)!r}).touch(); time.sleep(300)"
+    )
+    check = f"import os,sys; sys.exit(0 if os.path.exists({str(marker)!r}) else 1)"
+    probe = {"exec": {"command": [sys.executable, "-c", check]}, "periodSeconds": 1}
+    await node.client.create(script_pod("stubborn", script, grace=2, probe=probe))
     await node.wait_ready("stubborn")
     [pid] = node.pids("stubborn")
     await node.client.delete(Pod, "default", "stubborn")
     await asyncio.sleep(0.5)
     assert pid_alive(pid), "SIGTERM is ignored: it must live until the grace period ends"
-    await wait_for(lambda: asyncio.sleep(0, not pid_alive(pid)), timeout=10, what="SIGKILL")
+    await wait_for(lambda: asyncio.sleep(0, not pid_alive(pid)), timeout=15, what="SIGKILL")
 
 
 async def test_logs_go_to_a_file_per_container(node: NodeHarness) -> None:

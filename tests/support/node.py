@@ -43,6 +43,16 @@ async def wait_for(
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def dump_tasks() -> str:
+    """Every pending task with its stack: what a hang is waiting for."""
+    import io
+
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        task.print_stack(file=out)
+    return out.getvalue()
+
+
 def pid_alive(pid: int) -> bool:
     return process_start_time(pid) is not None
 
@@ -176,7 +186,10 @@ class NodeHarness:
 
     async def stop_agent(self) -> None:
         if self.agent is not None:
-            await self.agent.stop()
+            try:
+                await asyncio.wait_for(self.agent.stop(), 40)
+            except TimeoutError:
+                raise AssertionError("agent.stop() hung:\n" + dump_tasks()) from None
             self.agent = None
 
     async def close(self) -> None:
