@@ -60,7 +60,13 @@ async def cluster_ips(url: str, n: int, workers: int) -> float:
     await master.start()
     try:
         t0 = time.monotonic()
-        await asyncio.gather(*(client.create(service(f"s{i:04d}")) for i in range(n)))
+        gate = asyncio.Semaphore(100)  # the etcd backend's HTTP pool size
+
+        async def create(i: int) -> None:
+            async with gate:
+                await client.create(service(f"s{i:04d}"))
+
+        await asyncio.gather(*(create(i) for i in range(n)))
         while True:
             got = await client.list(Service)
             if len(got) == n and all(s.spec.cluster_ip for s in got):
