@@ -77,7 +77,7 @@ def test_unknown_kind_names_document_and_object(sn: Shiftnet, tmp_path: Path) ->
     text = SERVICE + "---\n" + ROUTE.replace("kind: Route", "kind: Rout")
     msg = refused(sn, "apply", "-f", write(tmp_path, "two.yaml", text))
     assert "two.yaml: document 2 (line 12)" in msg
-    assert '"web"' in msg and 'unknown kind "Rout"' in msg
+    assert 'object "web": unknown kind "Rout"' in msg
 
 
 def test_unknown_field_names_object_and_field_path(sn: Shiftnet, tmp_path: Path) -> None:

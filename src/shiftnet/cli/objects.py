@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shiftnet.api import Resource, parse_object
+from shiftnet.api import Resource, kind_for_kind, parse_object
 from shiftnet.cli.manifests import Document
 from shiftnet.errors import InvalidInput, InvalidObject, ShiftnetError
 
@@ -21,7 +21,9 @@ def _label(data: Any) -> str:
     """``Route "web"`` for an object the parser refused, when that much can be read."""
     if not isinstance(data, dict):
         return ""
-    kind = data.get("kind") if isinstance(data.get("kind"), str) else ""
+    kind: str = data["kind"] if isinstance(data.get("kind"), str) else ""
+    if kind_for_kind(kind) is None:
+        kind = ""  # an unknown kind is the error itself; name the object plainly
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
     if kind and name:
