@@ -116,6 +116,8 @@ async def test_full_range_then_release(store_url) -> None:  # noqa: F811
         for i in range(6):
             await client.create(service(f"s{i}"))
         await eventually(lambda: ips(client), all_allocated(6))
+        with pytest.raises(AllocationError, match=r"127\.31\.0\.0/29: range is full"):
+            await check_service_request(client, service("seventh"))
         await client.create(service("seventh"))
         seventh = await eventually(
             lambda: client.get(Service, "default", "seventh"),

@@ -89,39 +89,46 @@ class ClusterIPAllocator:
 
     @staticmethod
     def check_request(svc: Service, others: Iterable[Service], service_network: str) -> None:
-        """Raise AllocationError if ``svc`` asks for a ClusterIP it cannot have.
+        """Raise AllocationError if ``svc`` cannot get a ClusterIP: the one it asks for is
+        taken, outside the range or a change of the one it holds; or, asking for none,
+        the range is full.
 
         ``others`` are the Services already stored (``svc`` itself, an update of a
-        stored Service, is skipped by namespace/name).
+        stored Service, is recognised by namespace/name).
         """
-        ip = svc.spec.cluster_ip
-        if not ip or not wants_cluster_ip(svc):
+        if not wants_cluster_ip(svc):
             return
         rng = IPRange.for_services(service_network)
-        try:
-            rng.check(ip)
-        except AllocationError as exc:
-            raise AllocationError(_invalid(svc, ip, str(exc))) from None
-        want = ipaddress.ip_address(ip)
+        ip = svc.spec.cluster_ip
+        if ip:
+            try:
+                rng.check(ip)
+            except AllocationError as exc:
+                raise AllocationError(_invalid(svc, ip, str(exc))) from None
+        holders: dict[str, Service] = {}
         for o in others:
+            held = o.spec.cluster_ip if wants_cluster_ip(o) else None
+            if not held or not rng.contains(held):
+                continue
             if o.key == svc.key:
-                held = o.spec.cluster_ip if wants_cluster_ip(o) else None
-                if held and held != "None" and ipaddress.ip_address(held) != want:
+                if ip and ipaddress.ip_address(held) != ipaddress.ip_address(ip):
                     raise AllocationError(
                         _invalid(svc, ip, f"{IMMUTABLE} (the Service holds {held})")
                     )
-                continue
-            if not wants_cluster_ip(o) or not o.spec.cluster_ip:
-                continue
-            try:
-                taken = ipaddress.ip_address(o.spec.cluster_ip) == want
-            except ValueError:
-                continue
-            if taken:
+                return  # it keeps what it holds
+            holders[str(ipaddress.ip_address(held))] = o
+        if ip:
+            holder = holders.get(str(ipaddress.ip_address(ip)))
+            if holder is not None:
                 raise AllocationError(
                     _invalid(svc, ip, "provided IP is already allocated")
-                    + f' (to Service "{o.namespace}/{o.name}")'
+                    + f' (to Service "{holder.namespace}/{holder.name}")'
                 )
+        elif len(holders) >= rng.capacity:
+            raise AllocationError(
+                f'Service "{svc.namespace}/{svc.name}": failed to allocate a ClusterIP '
+                f"from {rng.cidr}: range is full"
+            )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -306,12 +313,13 @@ class ClusterIPAllocator:
 
 
 async def check_service_request(client: Client, svc: Service) -> None:
-    """For ``shiftnet apply``: reject a Service whose ``spec.clusterIP`` cannot be had.
+    """For ``shiftnet apply``: reject, before anything is written, a Service that cannot
+    get a ClusterIP (see :meth:`ClusterIPAllocator.check_request`).
 
     Uses the service network recorded in the ``default`` ClusterNetwork (written
     by the master); without one, nothing is checked (the master will report).
     """
-    if not svc.spec.cluster_ip or not wants_cluster_ip(svc):
+    if not wants_cluster_ip(svc):
         return
     cn = await client.try_get(ClusterNetwork, None, "default")
     if cn is None or not cn.service_network:

@@ -124,3 +124,16 @@ def test_network_condition_is_set_once_and_keeps_transition_time() -> None:
     assert set_network_condition(n, False, "SubnetAllocated", "ok")
     assert [c.type for c in n.status.conditions] == ["Ready", "NetworkUnavailable"]
     assert n.status.conditions[-1].status == "False"
+
+
+def test_check_request_range_full_only_for_a_new_service() -> None:
+    net = "127.31.0.0/30"  # two usable addresses
+    others = [service("a", cluster_ip="127.31.0.1"), service("b", cluster_ip="127.31.0.2")]
+    with pytest.raises(AllocationError) as err:
+        ClusterIPAllocator.check_request(service("c"), others, net)
+    assert str(err.value) == (
+        'Service "default/c": failed to allocate a ClusterIP from 127.31.0.0/30: range is full'
+    )
+    ClusterIPAllocator.check_request(service("a"), others, net)  # re-apply keeps its address
+    ClusterIPAllocator.check_request(service("a"), others[1:], net)  # one free
+    ClusterIPAllocator.check_request(service("h", cluster_ip="None"), others, net)
