@@ -1,8 +1,11 @@
 """ProxyChanges: which services changed since the last sync, and the table they give.
 
 Informer handlers only mark a service dirty (cheap, any number of times); the
-coalesced sync then recomputes just the dirty services' entries and diffs them,
-so a one-service change costs one service's work, not the whole table's.
+coalesced sync then recomputes just the dirty services' entries and diffs only
+their ports, so a one-service change costs one service's work, not the whole
+table's. VIP conflicts resolve as in :func:`build_service_table` (the service
+that sorts first by namespace/name owns the ClusterIP:port): a service that
+loses a VIP waits for it and is recomputed when it is freed.
 """
 
 from __future__ import annotations
@@ -13,20 +16,24 @@ from shiftnet.api import Endpoints, Service
 from shiftnet.proxy.model import (
     Problem,
     ServiceEntry,
+    ServicePortName,
     ServiceTable,
     TableDiff,
-    diff_tables,
-    merge_entries,
     service_entries,
 )
 
 Key = tuple[str, str]
+Vip = tuple[str, str, int]
 
 
 class ProxyChanges:
     def __init__(self) -> None:
         self._dirty: set[Key] = set()
-        self._per_service: dict[Key, tuple[list[ServiceEntry], list[Problem]]] = {}
+        self._accepted: dict[Key, list[ServiceEntry]] = {}
+        self._problems: dict[Key, list[Problem]] = {}
+        self._entries: dict[ServicePortName, ServiceEntry] = {}
+        self._owner: dict[Vip, ServicePortName] = {}
+        self._waiting: dict[Vip, set[Key]] = {}
         self.table = ServiceTable()
 
     def mark(self, namespace: str | None, name: str) -> None:
@@ -36,20 +43,73 @@ class ProxyChanges:
     def pending(self) -> bool:
         return bool(self._dirty)
 
+    def _release(self, key: Key, queue: list[Key]) -> None:
+        for entry in self._accepted.pop(key, []):
+            self._entries.pop(entry.id, None)
+            if self._owner.get(entry.vip) == entry.id:
+                del self._owner[entry.vip]
+                queue.extend(sorted(self._waiting.pop(entry.vip, set()) - {key}))
+        for waiters in self._waiting.values():
+            waiters.discard(key)
+
     def take(
         self,
         get_service: Callable[[str, str], Service | None],
         get_endpoints: Callable[[str, str], Endpoints | None],
     ) -> tuple[ServiceTable, TableDiff]:
         """Recompute the dirty services; return the new table and what changed."""
-        dirty, self._dirty = self._dirty, set()
-        for key in sorted(dirty):
+        queue = sorted(self._dirty)
+        self._dirty = set()
+        before: dict[ServicePortName, ServiceEntry] = {}
+        touched: set[Key] = set()
+        while queue:
+            key = queue.pop(0)
+            if key not in touched:
+                touched.add(key)
+                for entry in self._accepted.get(key, []):
+                    before[entry.id] = entry
+            self._release(key, queue)
             svc = get_service(*key)
             if svc is None:
-                self._per_service.pop(key, None)
-            else:
-                self._per_service[key] = service_entries(svc, get_endpoints(*key))
-        new = merge_entries(self._per_service[k] for k in sorted(self._per_service))
-        diff = diff_tables(self.table, new)
-        self.table = new
-        return new, diff
+                self._problems.pop(key, None)
+                continue
+            entries, problems = service_entries(svc, get_endpoints(*key))
+            accepted: list[ServiceEntry] = []
+            for entry in entries:
+                holder = self._owner.get(entry.vip)
+                if holder is not None and holder.service != key:
+                    if key < holder.service:  # we sort first: take it over
+                        queue.append(holder.service)
+                    else:
+                        self._waiting.setdefault(entry.vip, set()).add(key)
+                        problems.append(
+                            Problem(
+                                key[0],
+                                key[1],
+                                "spec.clusterIP",
+                                f"{entry.cluster_ip}:{entry.port}/{entry.protocol} "
+                                f"is already used by {holder}",
+                            )
+                        )
+                        continue
+                self._owner[entry.vip] = entry.id
+                self._entries[entry.id] = entry
+                accepted.append(entry)
+            self._accepted[key] = accepted
+            self._problems[key] = problems
+        after = {e.id: e for key in touched for e in self._accepted.get(key, [])}
+        added = tuple(after[k] for k in sorted(after.keys() - before.keys()))
+        removed = tuple(before[k] for k in sorted(before.keys() - after.keys()))
+        changed = tuple(
+            (before[k], after[k])
+            for k in sorted(before.keys() & after.keys())
+            if before[k] != after[k]
+        )
+        all_problems = tuple(
+            sorted(
+                (p for ps in self._problems.values() for p in ps),
+                key=lambda p: (p.namespace, p.name, p.field),
+            )
+        )
+        self.table = ServiceTable(dict(self._entries), all_problems)
+        return self.table, TableDiff(added, removed, changed)

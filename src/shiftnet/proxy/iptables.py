@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from shiftnet.errors import InvalidInput
-from shiftnet.proxy.model import ServiceEntry, ServiceTable
+from shiftnet.proxy.model import ServiceEntry, ServiceTable, canonical_ipv4
 from shiftnet.proxy.names import endpoint_hash, service_hash
 
 MASQ_MARK = "0x4000"
@@ -50,10 +50,10 @@ def ipt_value(kind: str, value: object) -> str:
     """
     text = str(value)
     if kind == "ipv4":
-        try:
-            return f"{ipaddress.IPv4Address(text)}/32"
-        except ValueError:
-            raise InvalidInput(f"iptables: {text!r} is not an IPv4 address") from None
+        ip = canonical_ipv4(text)
+        if ip is None:
+            raise InvalidInput(f"iptables: {text!r} is not an IPv4 address")
+        return f"{ip}/32"
     if kind == "cidr":
         try:
             return str(ipaddress.IPv4Network(text, strict=False))

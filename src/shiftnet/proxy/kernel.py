@@ -20,6 +20,7 @@ from prometheus_client import Counter, Histogram
 
 from shiftnet.errors import ConfigError, ShiftnetError
 from shiftnet.proxy import iptables, nftables
+from shiftnet.proxy.libnft import LibnftSession, LibnftUnavailable
 from shiftnet.proxy.model import ServiceTable, TableDiff
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class KernelProxier:
         self.last_error: str | None = None
         self._ipt_chains: set[str] | None = None
         self.last_apply_seconds = 0.0
+        self._libnft: LibnftSession | None = None
+        self._libnft_failed = False
 
     async def sync(self, table: ServiceTable, diff: TableDiff | None = None) -> None:
         """Apply ``table``; with ``diff`` (and nftables, and in sync) only what changed."""
@@ -136,7 +139,27 @@ class KernelProxier:
         return tool
 
     async def apply_nft(self, script: str) -> None:
+        """One nft transaction: in-process through libnftables, else with ``nft -f -``."""
+        if self._libnft is None and not self._libnft_failed:
+            self._libnft = LibnftSession(self.config.netns)
+        if self._libnft is not None:
+            try:
+                rc, err = await self._libnft.run(script)
+            except LibnftUnavailable as exc:
+                log.info("libnftables unavailable, using the nft binary reason=%s", exc)
+                self._libnft.close()
+                self._libnft, self._libnft_failed = None, True
+            else:
+                if rc != 0:
+                    lines = [line for line in err.strip().splitlines() if line.strip()][:3]
+                    raise KernelApplyError(f"nft refused the ruleset: {' | '.join(lines)}")
+                return
         await run_command(["nft", "-f", "-"], script, self.config.netns)
+
+    def close(self) -> None:
+        if self._libnft is not None:
+            self._libnft.close()
+            self._libnft = None
 
     async def _existing_ipt_chains(self) -> set[str]:
         found: set[str] = set()
@@ -175,11 +198,7 @@ class KernelProxier:
         """Remove everything this proxier installed (used on `--cleanup` and in tests)."""
         if self.config.mode == "nftables":
             name = nftables.nft_value("name", self.config.nft_table)
-            await run_command(
-                ["nft", "-f", "-"],
-                f"add table ip {name}\ndelete table ip {name}\n",
-                self.config.netns,
-            )
+            await self.apply_nft(f"add table ip {name}\ndelete table ip {name}\n")
         else:
             for tbl, chain, target in iptables.JUMPS:
                 with contextlib.suppress(KernelApplyError):

@@ -9,11 +9,13 @@ and idempotent re-applies possible).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 
 from shiftnet.proxy.model import Backend, ServiceEntry
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def name_hash(*parts: str) -> str:
     """16 upper-case base32 characters of sha256 over the parts."""
     digest = hashlib.sha256("\x00".join(parts).encode()).digest()

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from shiftnet.errors import InvalidInput
-from shiftnet.proxy.model import ServiceEntry, ServiceTable, TableDiff
+from shiftnet.proxy.model import ServiceEntry, ServiceTable, TableDiff, canonical_ipv4
 from shiftnet.proxy.names import affinity_hash, endpoint_hash, service_hash
 
 MASQ_MARK = 0x4000
@@ -55,10 +55,10 @@ def nft_value(kind: str, value: object) -> str:
     """
     text = str(value)
     if kind == "ipv4":
-        try:
-            return str(ipaddress.IPv4Address(text))
-        except ValueError:
-            raise InvalidInput(f"nftables: {text!r} is not an IPv4 address") from None
+        ip = canonical_ipv4(text)
+        if ip is None:
+            raise InvalidInput(f"nftables: {text!r} is not an IPv4 address")
+        return ip
     if kind == "cidr":
         try:
             return str(ipaddress.IPv4Network(text, strict=False))

@@ -118,5 +118,7 @@ class ServiceProxy:
             await self.informers.stop()
         if self.userspace is not None:
             await self.userspace.stop()
-        if self.kernel is not None and cleanup:
-            await self.kernel.cleanup()
+        if self.kernel is not None:
+            if cleanup:
+                await self.kernel.cleanup()
+            self.kernel.close()

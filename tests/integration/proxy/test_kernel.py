@@ -19,7 +19,7 @@ from tests.support.proxy_netns import Topology
 
 from shiftnet.api import Service
 from shiftnet.client import Client
-from shiftnet.proxy import ProxyConfig, ServiceProxy
+from shiftnet.proxy import ProxyConfig, ServiceProxy, iptables, nftables
 from shiftnet.proxy.kernel import KernelApplyError, KernelConfig
 from shiftnet.store import open_store
 
@@ -168,21 +168,35 @@ async def test_removed_service_and_no_endpoints(kenv) -> None:  # type: ignore[n
     await wait_until(lambda: not proxy.table.entries)
 
 
-async def test_failed_apply_keeps_old_rules_and_is_reported(kenv) -> None:  # type: ignore[no-untyped-def]
+async def test_failed_apply_keeps_old_rules_and_is_reported(kenv, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A ruleset the kernel refuses (a jump loop) changes nothing and is reported."""
     proxy = await serve(kenv, "keep")
-    before = await count(kenv["topo"], 6)
-    assert sum(before.values()) == 6
-    # sabotage the tools: the next apply fails; the old rules must still carry traffic
+    assert sum((await count(kenv["topo"], 6)).values()) == 6
     kernel = proxy.kernel
-    real_cfg = kernel.config
-    object.__setattr__(
-        kernel, "config", type(real_cfg)(**{**real_cfg.__dict__, "netns": "sn-px-missing"})
-    )
+    if kenv["mode"] == "nftables":
+        real = nftables.render_full
+
+        def looping(table, config):  # type: ignore[no-untyped-def]
+            # the whole table is deleted and rebuilt in this transaction; the loop voids it all
+            return real(table, config) + "add rule ip shiftnet-proxy services jump services\n"
+
+        monkeypatch.setattr(nftables, "render_full", looping)
+    else:
+        real_ipt = iptables.render_restore
+
+        def looping_ipt(table, config, stale_chains=()):  # type: ignore[no-untyped-def]
+            text, owned = real_ipt(table, config, stale_chains)
+            head, _, _ = text.rpartition("COMMIT")
+            return head + "-A KUBE-SERVICES -j KUBE-SERVICES\nCOMMIT\n", owned
+
+        monkeypatch.setattr(iptables, "render_restore", looping_ipt)
     with pytest.raises(KernelApplyError):
         await kernel.sync(proxy.table, None)
     assert kernel.last_error and not kernel.in_sync
-    object.__setattr__(kernel, "config", real_cfg)
-    assert sum((await count(kenv["topo"], 6)).values()) == 6
+    assert sum((await count(kenv["topo"], 6)).values()) == 6  # old rules still serve
+    monkeypatch.undo()
+    await kernel.sync(proxy.table, None)
+    assert kernel.in_sync and kernel.last_error is None
 
 
 def test_nothing_left_on_host() -> None:

@@ -81,3 +81,32 @@ def test_diff_and_changes_tracker_only_dirty_services() -> None:
     assert [o.id.name for o, _ in diff2.changed] == ["s2"]
     assert [e.id.name for e in diff2.removed] == ["s4"]
     assert diff_tables(table2, table2).empty
+
+
+def test_changes_tracker_resolves_vip_conflicts_like_the_full_build() -> None:
+    svcs = {
+        ("default", "b"): service("b", "172.30.0.1", 80),
+        ("default", "c"): service("c", "172.30.0.2", 80),
+    }
+    changes = ProxyChanges()
+
+    def take():  # type: ignore[no-untyped-def]
+        return changes.take(lambda ns, n: svcs.get((ns, n)), lambda ns, n: None)
+
+    for key in svcs:
+        changes.mark(*key)
+    take()
+    # "a" claims b's VIP and sorts first: it wins, b is reported
+    svcs[("default", "a")] = service("a", "172.30.0.1", 80)
+    changes.mark("default", "a")
+    table, diff = take()
+    assert {e.id.name for e in table.entries.values()} == {"a", "c"}
+    assert [p.name for p in table.problems] == ["b"]
+    assert table.entries.keys() == build_service_table(svcs.values(), []).entries.keys()
+    # "a" goes away: b gets its VIP back without being marked itself
+    del svcs[("default", "a")]
+    changes.mark("default", "a")
+    table, diff = take()
+    assert {e.id.name for e in table.entries.values()} == {"b", "c"}
+    assert not table.problems
+    assert [e.id.name for e in diff.added] == ["b"] and [e.id.name for e in diff.removed] == ["a"]
