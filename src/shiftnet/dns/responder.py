@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 CLASSIC_UDP_SIZE = 512
 MEMO_LIMIT = 100_000  # distinct (name, type) answers kept per zone; random names evict it
 _PLAIN_COUNTS = b"\x00\x01\x00\x00\x00\x00\x00\x00"  # qd=1 an=0 ns=0 ar=0
+_EDNS_COUNTS = b"\x00\x01\x00\x00\x00\x00\x00\x01"  # qd=1 an=0 ns=0 ar=1 (the OPT)
 _TC = 0x02  # in the first flags byte
 
 
@@ -66,7 +67,7 @@ class Responder:
         self.forwarding = forwarding
         self.max_udp_size = max_udp_size
         self.zone = zone
-        self._memo: dict[bytes, tuple[bytes, bytes]] = {}
+        self._memo: dict[bytes, tuple[bytes, bytes, int]] = {}
 
     def set_zone(self, zone: Zone) -> None:
         self.zone = zone
@@ -78,36 +79,48 @@ class Responder:
         """The memoised answer to a plain UDP query, or None to take the slow path.
 
         The key needs no parsing: lowercasing only touches bytes 0x41-0x5A, and
-        a memo entry is only ever stored for a validated plain query, whose
+        a memo entry is only ever stored for a validated query shape, whose
         counts and label lengths lowercasing leaves alone. So a hit proves the
-        new packet has the same shape; the raw flags and the last four bytes
-        (type and class) are appended so that no two packets share a key.
+        new packet has the same shape and the same name up to case; the raw
+        flags and the raw last 15 bytes (type, class and an OPT record) are
+        appended so that no two packets that differ outside the name share a key.
         """
         if len(data) > CLASSIC_UDP_SIZE:
             return None
-        hit = self._memo.get(data[2:].lower() + data[2:4] + data[-4:])
+        hit = self._memo.get(data[2:].lower() + data[2:4] + data[-15:])
         if hit is None:
             return None
-        return data[:2] + hit[0] + data[12:] + hit[1]
-
-    @staticmethod
-    def _key(data: bytes) -> bytes:
-        return data[2:].lower() + data[2:4] + data[-4:]
+        head, body, tail = hit
+        return data[:2] + head + data[12 : len(data) - tail] + body
 
     def _remember(self, data: bytes, response: bytes) -> None:
-        """Store a plain query's response, split around the question, for :meth:`fast`."""
+        """Store a response, split around the question, for :meth:`fast`.
+
+        Two query shapes qualify: one question and nothing else, or one
+        question and an OPT record without options (EDNS buffer size and DO
+        bit, no cookie). Any response is a pure function of such bytes, up to
+        the id and the spelling of the name, so it can be replayed.
+        """
+        if len(data) > CLASSIC_UDP_SIZE or data[2] & 0xFE:
+            return
         end = _question_end(data)
-        if (
-            end != len(data)
-            or len(data) > CLASSIC_UDP_SIZE
-            or data[4:12] != _PLAIN_COUNTS
-            or data[2] & 0xFE
-            or len(response) < end
+        if data[4:12] == _PLAIN_COUNTS and end == len(data):
+            tail = 0
+        elif (
+            data[4:12] == _EDNS_COUNTS
+            and end + 11 == len(data)
+            and data[end : end + 3] == b"\x00\x00\x29"  # root owner, type OPT
+            and data[-2:] == b"\x00\x00"  # no options
         ):
+            tail = 11
+        else:
+            return
+        if len(response) < end:
             return
         if len(self._memo) >= MEMO_LIMIT:
             self._memo = {}
-        self._memo[self._key(data)] = (response[2:12], response[end:])
+        key = data[2:].lower() + data[2:4] + data[-15:]
+        self._memo[key] = (response[2:12], response[end:], tail)
 
     # ------------------------------------------------------------ slow path
 
@@ -140,7 +153,7 @@ class Responder:
                 return Forward(query)
             return self._reply_rcode(query, dns.rcode.REFUSED, udp)
         wire = self.render(query, found, udp=udp)
-        if udp and query.edns < 0 and not query.answer and not query.additional:
+        if udp:
             self._remember(data, wire)
         return wire
 

@@ -130,7 +130,16 @@ def test_edns_buffer_size_raises_the_udp_limit() -> None:
     assert large.edns == 0 and large.payload == 1232
 
 
-def test_fast_path_matches_the_slow_path_byte_for_byte() -> None:
+@pytest.mark.parametrize(
+    "edns",
+    [
+        {},
+        {"use_edns": 0},
+        {"use_edns": 0, "payload": 4096},
+        {"use_edns": 0, "payload": 512, "want_dnssec": True},
+    ],
+)
+def test_fast_path_matches_the_slow_path_byte_for_byte(edns: dict[str, object]) -> None:
     r = responder()
     for name, rdtype in [
         ("web.default.svc.cluster.local", T.A),
@@ -139,17 +148,17 @@ def test_fast_path_matches_the_slow_path_byte_for_byte() -> None:
         ("big.default.svc.cluster.local", T.A),
         ("web.default.svc.cluster.local", T.AAAA),
     ]:
-        q = query(name, rdtype)
+        q = query(name, rdtype, **edns)
         wire = q.to_wire()
         assert r.fast(wire) is None  # nothing memoised yet
         slow = r.respond(wire, udp=True)
+        assert isinstance(slow, bytes)
         for qid in (1, 0xFFFF):
             q.id = qid
-            q2 = dns.message.from_wire(q.to_wire())
-            fast = r.fast(q2.to_wire())
+            fast = r.fast(q.to_wire())
             assert fast is not None
             assert fast[:2] == qid.to_bytes(2, "big")
-            assert fast[2:] == slow[2:]  # type: ignore[index]
+            assert fast[2:] == slow[2:]
 
 
 def test_fast_path_echoes_the_clients_case() -> None:
@@ -162,14 +171,27 @@ def test_fast_path_echoes_the_clients_case() -> None:
     assert [rd.to_text() for rd in m.answer[0]] == ["127.30.0.10"]
 
 
-def test_fast_path_ignores_edns_and_recursion_flag_differences() -> None:
+def test_fast_path_keeps_shapes_apart() -> None:
     r = responder()
     plain = query("web.default.svc.cluster.local")
     r.respond(plain.to_wire(), udp=True)
     assert r.fast(query("web.default.svc.cluster.local", use_edns=0).to_wire()) is None
+    small = query("web.default.svc.cluster.local", use_edns=0, payload=512)
+    r.respond(small.to_wire(), udp=True)
+    assert (
+        r.fast(query("web.default.svc.cluster.local", use_edns=0, payload=4096).to_wire()) is None
+    )
     norec = query("web.default.svc.cluster.local")
     norec.flags &= ~dns.flags.RD
     assert r.fast(norec.to_wire()) is None  # different flags: its own memo entry
+
+
+def test_queries_with_edns_options_are_never_memoised() -> None:
+    r = responder()
+    q = query("web.default.svc.cluster.local", use_edns=0)
+    q.use_edns(0, 0, 1232, options=[dns.edns.GenericOption(10, b"cookie!!")])
+    r.respond(q.to_wire(), udp=True)
+    assert r.fast(q.to_wire()) is None
 
 
 def test_new_zone_drops_the_memo() -> None:
