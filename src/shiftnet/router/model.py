@@ -168,16 +168,18 @@ class L7Model:
     pools: tuple[Pool, ...]
 
     def policy(self, namespace: str, name: str) -> L7Policy | None:
-        for p in self.policies:
-            if p.namespace == namespace and p.name == name:
-                return p
-        return None
+        return self._policy_index.get((namespace, name))
 
     def pool(self, name: str) -> Pool | None:
-        for p in self.pools:
-            if p.name == name:
-                return p
-        return None
+        return self._pool_index.get(name)
+
+    @functools.cached_property
+    def _policy_index(self) -> dict[RouteKey, L7Policy]:
+        return {p.key: p for p in self.policies}
+
+    @functools.cached_property
+    def _pool_index(self) -> dict[str, Pool]:
+        return {p.name: p for p in self.pools}
 
     @property
     def pool_names(self) -> tuple[str, ...]:
