@@ -134,11 +134,13 @@ def unbound_conf(tmp: Path, port: int, svcs: list[tuple[str, str, str]]) -> Path
     return path
 
 
-def dnsperf(port: int, datafile: Path, seconds: int, cpu: str) -> dict[str, float]:
+def dnsperf(
+    port: int, datafile: Path, seconds: int, cpu: str, extra: tuple[str, ...] = ()
+) -> dict[str, float]:
     cmd = [
         "taskset", "-c", cpu,
         "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", str(datafile),
-        "-l", str(seconds), "-c", "4", "-q", "200", "-t", "2",
+        "-l", str(seconds), "-c", "4", "-q", "200", "-t", "2", *extra,
     ]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
@@ -177,12 +179,19 @@ def zone_build_seconds(svcs: list[tuple[str, str, str]]) -> float:
     return best
 
 
-def write_queries(tmp: Path, svcs: list[tuple[str, str, str]]) -> dict[str, Path]:
+def write_queries(
+    tmp: Path, svcs: list[tuple[str, str, str]]
+) -> dict[str, tuple[Path, tuple[str, ...]]]:
+    """Workload label -> (dnsperf data file, extra dnsperf flags)."""
     names = tmp / "names.txt"
     names.write_text("".join(f"{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
     nx = tmp / "nxdomain.txt"
     nx.write_text("".join(f"missing-{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
-    return {"cluster names (A)": names, "NXDOMAIN": nx}
+    return {
+        "cluster names (A)": (names, ()),
+        "cluster names, EDNS": (names, ("-e",)),
+        "NXDOMAIN": (nx, ()),
+    }
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -237,8 +246,8 @@ def main() -> int:
             # alike; each cell keeps its best round.
             for _ in range(args.rounds):
                 for server, p in (("shiftnet", port), ("unbound", uport)):
-                    for label, path in queries.items():
-                        run = dnsperf(p, path, args.seconds, args.client_cpu)
+                    for label, (path, extra) in queries.items():
+                        run = dnsperf(p, path, args.seconds, args.client_cpu, extra)
                         best = results.setdefault(server, {}).get(label)
                         if best is None or run["qps"] > best["qps"]:
                             results[server][label] = run
