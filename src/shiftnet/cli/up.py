@@ -50,6 +50,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("-R", "--recursive", action="store_true", help="descend into sub-directories")
     p.add_argument("--node-name", help="name of this machine's Node (default: the host name)")
     p.add_argument(
+        "--cluster-network",
+        metavar="CIDR",
+        help="pod network (default 127.10.0.0/16 in local mode, one subnet per node)",
+    )
+    p.add_argument(
+        "--host-subnet-length",
+        type=int,
+        metavar="BITS",
+        help="host bits of each node's subnet (default 8: a /24 per node)",
+    )
+    p.add_argument(
+        "--service-network", metavar="CIDR", help="ClusterIP range (default 127.30.0.0/16)"
+    )
+    p.add_argument(
         "--wait",
         type=float,
         default=60.0,
@@ -142,7 +156,12 @@ def run(args: argparse.Namespace) -> int:
     docs = read_manifests(args.filename, recursive=args.recursive) if args.filename else []
     objects = decode_documents(docs, None) if docs else []
     config = ClusterConfig(
-        state_dir=Path(args.state_dir), store_url=args.store, node_name=node_name
+        state_dir=Path(args.state_dir),
+        store_url=args.store,
+        node_name=node_name,
+        cluster_network=args.cluster_network,
+        host_subnet_length=args.host_subnet_length,
+        service_network=args.service_network,
     )
 
     async def go() -> int:
