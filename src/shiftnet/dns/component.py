@@ -1,0 +1,40 @@
+"""The cluster DNS as a ``shiftnet up`` component (``shiftnet.cluster.LocalCluster``).
+
+Settings come from ``ClusterConfig.extra["dns"]`` (keys ``listen``, ``domain``,
+``ttl``, ``upstreams``) and otherwise from the ``SHIFTNET_DNS_*`` environment,
+exactly as ``shiftnet dns`` reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shiftnet.dns.config import DNSConfig
+from shiftnet.dns.server import DNSServer
+
+
+class DNSComponent:
+    name = "dns"
+
+    def __init__(self, cluster: Any) -> None:
+        opts: dict[str, Any] = dict(cluster.config.extra.get("dns") or {})
+        self.config = DNSConfig.build(
+            listen=opts.get("listen"),
+            domain=opts.get("domain"),
+            ttl=opts.get("ttl"),
+            upstreams=opts.get("upstreams") or (),
+        )
+        self.server = DNSServer(cluster.require_store(), self.config)
+
+    async def start(self) -> None:
+        await self.server.start()
+
+    async def stop(self) -> None:
+        await self.server.stop()
+
+    def summary(self) -> str:
+        host, port = self.server.address
+        return (
+            f"{self.config.zone_domain} on {host}:{port} (udp, tcp); "
+            "a pod's resolver: shiftnet dns resolv-conf NAMESPACE"
+        )
