@@ -262,3 +262,21 @@ async def test_clean_stop_stops_every_pod(tmp_path: Path) -> None:
         assert not node.ready
     finally:
         await h.close()
+
+
+def test_pid_records_refuse_a_recycled_pid(tmp_path: Path) -> None:
+    from shiftnet.sdn.pidfiles import ContainerRecord, process_start_time, read_record, write_record
+    from shiftnet.sdn.process import PodProcess
+
+    me = os.getpid()
+    start = process_start_time(me)
+    assert start is not None
+    rec = ContainerRecord("uid", "ns", "p", "c", me, start, "127.10.0.2", 0, "t", "h")
+    write_record(tmp_path / "c.pid", rec)
+    assert read_record(tmp_path / "c.pid") == rec
+    assert rec.alive
+    assert PodProcess.adopt(me, start) is not None
+    # Same pid, other start time: a different process that got the number.
+    assert PodProcess.adopt(me, start + 1) is None
+    (tmp_path / "bad.pid").write_text("{not json")
+    assert read_record(tmp_path / "bad.pid") is None
