@@ -13,7 +13,7 @@ from typing import Protocol
 
 from shiftnet.errors import ConfigError
 
-LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 LOCAL_HOST_IP = "127.0.0.1"
 
 
@@ -30,7 +30,7 @@ class LocalNetwork:
 
     def check_subnet(self, subnet: str) -> None:
         net = ipaddress.ip_network(subnet, strict=False)
-        if net.version != 4 or not net.subnet_of(LOOPBACK):
+        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(LOOPBACK):
             raise ConfigError(
                 f'HostSubnet "{subnet}" is not inside 127.0.0.0/8: local network mode needs a '
                 "loopback cluster network (e.g. 127.10.0.0/16); use the sdn network mode for others"

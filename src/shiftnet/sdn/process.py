@@ -77,7 +77,11 @@ class PodProcess:
         if fd >= 0:
             loop = asyncio.get_running_loop()
             done = loop.create_future()
-            loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+            def exited() -> None:
+                if not done.done():
+                    done.set_result(None)
+
+            loop.add_reader(fd, exited)
             try:
                 if self._popen is None and process_start_time(self.pid) != self.start_time:
                     done.set_result(None)  # gone (or replaced) before the pidfd was opened
