@@ -72,7 +72,12 @@ class EtcdStore:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout, read=None))
+            # Every watch holds one streaming connection for its lifetime, so the pool
+            # must be far larger than the number of informers plus concurrent requests.
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout, read=None, pool=self._timeout * 3),
+                limits=httpx.Limits(max_connections=1024, max_keepalive_connections=64),
+            )
         return self._client
 
     async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +95,8 @@ class EtcdStore:
                 raise StoreUnavailable(f"etcd at {ep} refused {path}: {resp.text.strip()}")
             out: dict[str, Any] = resp.json()
             return out
-        raise StoreUnavailable(f"cannot reach etcd at {', '.join(self.endpoints)}: {last}")
+        reason = f"{type(last).__name__}: {last}" if last is not None else "no endpoint"
+        raise StoreUnavailable(f"cannot reach etcd at {', '.join(self.endpoints)}: {reason}")
 
     @staticmethod
     def _decode_kv(kv: dict[str, Any]) -> dict[str, Any]:
