@@ -168,7 +168,10 @@ class Upstreams:
                 self.cache.put(key, answer, self.clock())
             future.set_result(answer)
             return answer
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            future.cancel()  # waiters give up too; their clients retry
+            raise
+        except Exception as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: waiters re-raise it, nobody logs it as lost
             raise

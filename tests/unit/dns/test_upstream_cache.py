@@ -87,3 +87,29 @@ def test_parse_upstream(text: str, want: tuple[str, int]) -> None:
 def test_parse_upstream_rejects(text: str) -> None:
     with pytest.raises(ConfigError):
         parse_upstream(text)
+
+
+async def test_identical_questions_in_flight_share_one_upstream_query() -> None:
+    import asyncio
+
+    from shiftnet.dns.upstream import Upstreams
+
+    calls = 0
+    release = asyncio.Event()
+
+    class Counting(Upstreams):
+        async def _ask(self, qname, rdtype, rdclass):  # type: ignore[no-untyped-def]
+            nonlocal calls
+            calls += 1
+            await release.wait()
+            return UpstreamAnswer(dns.rcode.NOERROR, (A,))
+
+    up = Counting([("127.0.0.1", 1)])
+    name = dns.name.from_text("www.example.com.")
+    tasks = [asyncio.ensure_future(up.resolve(name, 1, 1)) for _ in range(5)]
+    await asyncio.sleep(0.01)
+    release.set()
+    results = await asyncio.gather(*tasks)
+    assert calls == 1
+    assert all(r is not None and r.answer[0][0].address == "192.0.2.1" for r in results)
+    assert await up.resolve(name, 1, 1) is not None and calls == 1  # now from the cache
