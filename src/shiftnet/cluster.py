@@ -3,7 +3,7 @@
 ``shiftnet up`` is a thin CLI over :class:`LocalCluster`. Components are
 started in the order of :data:`COMPONENTS` and stopped in reverse; each is an
 object with ``name``, ``async start()``, ``async stop()`` and
-``summary()``. Adding one (the router, the proxy, DNS) is one line in
+``summary()`` (and optionally ``hints()``: "try next" lines). Adding one (the router, the proxy, DNS) is one line in
 :data:`COMPONENTS`.
 """
 
@@ -166,6 +166,15 @@ class LocalCluster:
         if self.store is None:
             raise ConfigError("the store component must come first in the component list")
         return self.store
+
+    def hints(self) -> list[str]:
+        """ "Try next" lines from components that offer a ``hints()`` method (router, DNS, ...)."""
+        lines: list[str] = []
+        for comp in self.started:
+            fn = getattr(comp, "hints", None)
+            if callable(fn):
+                lines.extend(str(line) for line in fn())
+        return lines
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.started if c.name == name), None)

@@ -260,6 +260,19 @@ async def test_clean_stop_stops_every_pod(tmp_path: Path) -> None:
         assert not any(group_alive(p) for p in pids)
         node = await h.client.get(Node, None, "node-a")
         assert not node.ready
+        for i in range(3):
+            p = await h.client.get(Pod, "default", f"p{i}")
+            assert not p.ready, "a stopped pod must not stay in its Service's addresses"
+            assert p.status.phase == "Pending"
+            assert p.status.container_statuses[0].state["waiting"]["reason"] == "NodeAgentStopped"
+        # The next agent runs them again, on the same addresses.
+        before = {
+            f"p{i}": (await h.client.get(Pod, "default", f"p{i}")).status.pod_ip for i in range(3)
+        }
+        await h.start()
+        for i in range(3):
+            again = await h.wait_ready(f"p{i}")
+            assert again.status.pod_ip == before[f"p{i}"]
     finally:
         await h.close()
 

@@ -130,11 +130,12 @@ def pod_table(pods: list[Pod]) -> list[str]:
     ]
 
 
-def hints(pods: list[Pod], state_dir: Path) -> list[str]:
+def hints(pods: list[Pod], state_dir: Path, extra: list[str]) -> list[str]:
     lines = ["", "Try next (in another terminal):"]
     if state_dir != Path(DEFAULT_HOME).expanduser().absolute():
         lines.append(f"  export SHIFTNET_HOME={state_dir}")
     lines += ["  shiftnet get pods -A -o wide", "  shiftnet get svc,endpoints -A"]
+    lines += [f"  {line}" for line in extra]
     shown = 0
     for p in sorted(pods, key=lambda p: p.key):
         ports = [port.container_port for c in p.spec.containers for port in c.ports]
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             if pods:
                 for line in pod_table(pods):
                     say(line)
-            for line in hints(pods, config.state_dir):
+            for line in hints(pods, config.state_dir, cluster.hints()):
                 say(line)
             await asyncio.Event().wait()
         except asyncio.CancelledError:

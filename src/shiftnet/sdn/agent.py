@@ -28,6 +28,7 @@ from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.local import network_for
 from shiftnet.sdn.pidfiles import ContainerRecord, read_record
 from shiftnet.sdn.pods import PodRunner, spec_hash
+from shiftnet.sdn.podstatus import stopped_status
 from shiftnet.sdn.process import PodProcess
 from shiftnet.store.base import Store
 
@@ -112,6 +113,8 @@ class NodeAgent:
         await asyncio.gather(*(r.stop(kill=kill) for r in self.runners.values()))
         if self._terminating:
             await asyncio.gather(*self._terminating, return_exceptions=True)
+        if kill:
+            await self._report_stopped()
         self.runners.clear()
         if self._own_informers:
             await self.informers.stop()
@@ -119,6 +122,26 @@ class NodeAgent:
             with contextlib.suppress(ShiftnetError, OSError):
                 await self._set_ready(False, "NodeAgentStopped", "shiftnet node agent stopped")
         log.info("node agent stopped node=%s pods_stopped=%s", self.name, kill)
+
+    async def _report_stopped(self) -> None:
+        """Tell the cluster the pods no longer run, so Endpoints drop them now."""
+        message = f'node agent "{self.name}" stopped; the pod runs again when it is back'
+        when = _now()
+
+        async def one(runner: PodRunner) -> None:
+            status = stopped_status(runner.status(), when, message)
+
+            def put(current: Pod) -> Pod | None:
+                if current.metadata.uid != runner.uid:
+                    return None
+                current.status = status
+                return current
+
+            with contextlib.suppress(ShiftnetError, OSError):
+                await self.network.teardown_pod(runner.namespace, runner.name, runner.pod_ip)
+                await self.client.mutate(Pod, runner.namespace, runner.name, put)
+
+        await asyncio.gather(*(one(r) for r in self.runners.values()))
 
     # ------------------------------------------------------------ node object
 

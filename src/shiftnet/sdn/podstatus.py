@@ -79,3 +79,24 @@ def build_pod_status(
         start_time=start_time,
         container_statuses=sorted((c.status for c in containers), key=lambda s: s.name),
     )
+
+
+def stopped_status(status: PodStatus, when: str, message: str) -> PodStatus:
+    """What a pod's status says after its node agent stopped it (and will start it again
+    when it comes back): Pending, not ready, every container waiting."""
+    out = status.model_copy(deep=True)
+    out.phase = "Pending"
+    out.message = message
+    out.reason = "NodeAgentStopped"
+    for cond in out.conditions:
+        if cond.type in ("Ready", "ContainersReady"):
+            if cond.status != "False":
+                cond.last_transition_time = when
+            cond.status = "False"
+            cond.reason = "NodeAgentStopped"
+            cond.message = message
+    for cs in out.container_statuses:
+        cs.ready = False
+        cs.started = False
+        cs.state = {"waiting": {"reason": "NodeAgentStopped", "message": message}}
+    return out
