@@ -2,9 +2,9 @@
 
 ``shiftnet up`` is a thin CLI over :class:`LocalCluster`. Components are
 started in the order of :data:`COMPONENTS` and stopped in reverse; each is an
-object with ``name``, ``async start()``, ``async stop()`` and
-``summary()`` (and optionally ``hints()``: "try next" lines). Adding one (the router, the proxy, DNS) is one line in
-:data:`COMPONENTS`.
+object with ``name``, ``async start()``, ``async stop()`` and ``summary()``,
+and optionally ``hints()`` ("try next" lines for the user). Adding one (the
+router, the proxy, DNS) is one line in :data:`COMPONENTS`.
 """
 
 from __future__ import annotations
