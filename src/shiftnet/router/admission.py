@@ -32,6 +32,7 @@ from shiftnet.api.names import hostname_errors
 from shiftnet.api.route_validation import extended_tls_errors, route_spec_errors
 from shiftnet.router.annotations import parse_route_options
 from shiftnet.router.config import RouterConfig
+from shiftnet.router.memo import ObjectVersion, RoundMemo, object_version
 
 HOST_ALREADY_CLAIMED = "HostAlreadyClaimed"
 INVALID_HOST = "InvalidHost"
@@ -127,7 +128,21 @@ def _policy_problem(route: Route, host: str, config: RouterConfig) -> str | None
     return None
 
 
+_VALIDATION: RoundMemo[ObjectVersion, tuple[tuple[str, str] | None]] = RoundMemo()
+
+
 def _validation_problem(route: Route) -> tuple[str, str] | None:
+    """The spec/TLS verdict, memoised per stored version (TLS checks are the costly part)."""
+    version = object_version(route)
+    if version is None:
+        return _check_route(route)
+    cached = _VALIDATION.get(version)
+    if cached is None:
+        cached = _VALIDATION.put(version, (_check_route(route),))
+    return cached[0]
+
+
+def _check_route(route: Route) -> tuple[str, str] | None:
     errors = route_spec_errors(route) or extended_tls_errors(route)
     if errors:
         first = errors[0]
@@ -299,6 +314,7 @@ def _admit(
         decisions[key] = Decision(
             key, True, host, None, message, _ingress(route, host, config, None, message)
         )
+    _VALIDATION.end_round()
     return AdmissionResult(
         decisions=dict(sorted(decisions.items())),
         admitted=tuple(sorted(admitted, key=route_key)),

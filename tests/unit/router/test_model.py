@@ -238,3 +238,34 @@ def test_model_does_not_depend_on_input_order() -> None:
         rng.shuffle(shuffled_routes)
         rng.shuffle(shuffled_eps)
         assert model(shuffled_routes, shuffled_eps) == first
+
+
+def _versioned(obj, version: str):  # type: ignore[no-untyped-def]
+    meta = obj.metadata.model_copy(update={"resource_version": version, "uid": obj.metadata.uid
+                                           or f"uid-{obj.metadata.name}"})
+    return obj.model_copy(update={"metadata": meta})
+
+
+def test_memoised_model_of_stored_objects_equals_a_fresh_one() -> None:
+    # Objects from the store carry resourceVersions, which turn the memos on.
+    routes = [f.route(f"r{i}", f"h{i}.example.com", service=f"s{i % 2}", target_port=80)
+              for i in range(6)]
+    eps = [f.endpoints(f"s{i}", [f"10.0.{i}.1", f"10.0.{i}.2"], [("web", 8080)])
+           for i in range(2)]
+    svcs = [f.service(f"s{i}", [("web", 80, 8080)]) for i in range(2)]
+    fresh = model(routes, eps, svcs)
+    stored_routes = [_versioned(r, "1") for r in routes]
+    stored_eps = [_versioned(e, "1") for e in eps]
+    stored_svcs = [_versioned(s, "1") for s in svcs]
+    first = model(stored_routes, stored_eps, stored_svcs)
+    assert first == fresh
+    assert model(stored_routes, stored_eps, stored_svcs) == fresh  # from the memo
+
+    # A new Endpoints version changes the servers of exactly the routes using it.
+    moved = _versioned(f.endpoints("s0", ["10.0.9.9"], [("web", 8080)]), "2")
+    changed = model(stored_routes, [moved, stored_eps[1]], stored_svcs)
+    for before, after in zip(first.policies, changed.policies, strict=True):
+        if after.pools == ("ns_s0",):
+            assert [s.address for s in after.servers] == ["10.0.9.9:8080"]
+        else:
+            assert after == before

@@ -43,6 +43,7 @@ from shiftnet.router.admission import RouteKey
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.durations import format_duration_ms
 from shiftnet.router.haproxy import escape
+from shiftnet.router.memo import RoundMemo
 from shiftnet.router.model import (
     EDGE,
     HTTP,
@@ -652,38 +653,13 @@ class _PolicyParts:
     files: tuple[tuple[str, bytes], ...]
 
 
-_PartsKey = tuple[L7Policy, _BackendDefaults]
-_PARTS_CACHE: dict[_PartsKey, _PolicyParts] = {}
-_CACHE_SLACK = 4096
-
-
-def _cached_parts(
-    policy: L7Policy, defaults: _BackendDefaults, used: set[_PartsKey]
-) -> _PolicyParts:
-    """One route's parts, rendered again only when the route (or its defaults) changed.
-
-    Entries no render used are dropped once they outnumber the live ones, so
-    the memo holds about one entry per current route (two routers in one
-    process share it without evicting each other's).
-    """
-    key = (policy, defaults)
-    parts = _PARTS_CACHE.get(key)
-    if parts is None:
-        parts = _policy_parts(policy, defaults)
-        _PARTS_CACHE[key] = parts
-    used.add(key)
-    return parts
-
-
-def _prune_cache(used: set[_PartsKey]) -> None:
-    if len(_PARTS_CACHE) > 2 * len(used) + _CACHE_SLACK:
-        for key in [k for k in _PARTS_CACHE if k not in used]:
-            del _PARTS_CACHE[key]
+# One route's parts are rendered again only when the route (or its defaults) changed.
+_PARTS: RoundMemo[tuple[L7Policy, _BackendDefaults], _PolicyParts] = RoundMemo()
 
 
 def clear_render_cache() -> None:
     """Forget every memoised route rendering (benchmarks measuring a cold render use it)."""
-    _PARTS_CACHE.clear()
+    _PARTS.clear()
 
 
 def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
@@ -739,10 +715,10 @@ def _render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderR
     crt_lines: list[str] = []
     files: dict[str, bytes] = {}
     defaults = _BackendDefaults.of(config)
-    used: set[_PartsKey] = set()
     for policy in model.policies:
         try:
-            parts = _cached_parts(policy, defaults, used)
+            memo_key = (policy, defaults)
+            parts = _PARTS.get(memo_key) or _PARTS.put(memo_key, _policy_parts(policy, defaults))
         except escape.UnsafeValue as err:
             result.skipped[policy.key] = str(err)
             log.warning(
@@ -757,7 +733,7 @@ def _render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderR
             crt_lines.append(parts.crt_line)
         files.update(parts.files)
         result.backends[policy.key] = parts.backend
-    _prune_cache(used)
+    _PARTS.end_round()
     head = _global_and_defaults(config, paths) + _frontends(config, paths)
     files[CONFIG_FILE] = ("\n".join(head) + "\n" + "".join(backends)).encode()
     files[CRT_LIST] = "".join(sorted(crt_lines)).encode()
