@@ -33,6 +33,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -59,8 +60,8 @@ from routerbench.workload import (  # noqa: E402
     OWN,
     SHARED,
     BenchRoute,
-    pods_of,
     pod_ip,
+    pods_of,
     requests,
     routes,
     sample,
@@ -96,6 +97,19 @@ async def wait_statuses(client: Client, n: int, timeout: float = 900.0) -> float
             return time.monotonic() - t0
         await asyncio.sleep(2.0)
     raise RuntimeError(f"router wrote fewer than {n} route statuses in {timeout}s")
+
+
+def combine(runs: list[dict]) -> dict:
+    """Several interleaved wrk rounds of one configuration: medians, and summed errors."""
+    med = lambda key: round(statistics.median(r[key] for r in runs), 2)  # noqa: E731
+    return {
+        "rps": med("rps"), "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"),
+        "rounds_rps": [r["rps"] for r in runs],
+        "requests": sum(r["requests"] for r in runs),
+        "errors": sum(r["errors"] for r in runs),
+        "non_2xx": sum(r["non_2xx"] for r in runs),
+        "socket_errors": sum(r["socket_errors"] for r in runs),
+    }
 
 
 def probes_for(reqs: list, workload: str, pods: dict[str, list[str]]) -> list[tuple[str, str, str]]:
@@ -141,19 +155,21 @@ class Bench:
             row["openshift_check_s"] = round(hp.check(), 2)
             row["openshift_start_s"] = round(hp.start(os_port), 2)
             row["openshift_wrong"] = await routing_check(os_port, probes)
-            log(f"{workload} N={n}: wrk shiftnet")
-            row["shiftnet"] = self.wrk(f"http://127.0.0.1:{router.http_port}/", targets,
-                                       f"sn-{workload}-{n}")
-            log(f"{workload} N={n}: wrk openshift-style")
-            row["openshift"] = self.wrk(f"http://127.0.0.1:{os_port}/", targets,
-                                        f"os-{workload}-{n}")
+            runs: dict[str, list[dict]] = {"shiftnet": [], "openshift": [], "direct": []}
+            urls = {"shiftnet": f"http://127.0.0.1:{router.http_port}/",
+                    "openshift": f"http://127.0.0.1:{os_port}/",
+                    "direct": f"http://{pod_ip(0)}:{self.pod_port}/"}
+            for k in range(self.args.rounds):  # interleaved: the machine is shared and noisy
+                log(f"{workload} N={n}: round {k + 1}/{self.args.rounds} (shiftnet, "
+                    "OpenShift-style, direct)")
+                for which, url in urls.items():
+                    runs[which].append(self.wrk(url, targets, f"{which}-{workload}-{n}-{k}"))
+            for which, rs_ in runs.items():
+                row[which] = combine(rs_)
             row["openshift_haproxy_rss_mb"] = round(hp.rss_kb() / 1024, 1)
         finally:
             hp.stop()
             shutil.rmtree(os_dir, ignore_errors=True)
-        log(f"{workload} N={n}: wrk direct")
-        row["direct"] = self.wrk(f"http://{pod_ip(0)}:{self.pod_port}/", targets,
-                                 f"direct-{workload}-{n}")
         row["router_rss_mb"] = round(router.router_rss_kb() / 1024, 1)
         hrss, hcount = router.haproxy_rss_kb()
         row["shiftnet_haproxy_rss_mb"] = round(hrss / 1024, 1)
@@ -451,7 +467,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sizes", default="10,1000,10000",
                    help="route counts, ascending (default 10,1000,10000)")
     p.add_argument("--workloads", default=f"{SHARED},{OWN}")
-    p.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run")
+    p.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved wrk rounds per configuration (median reported)")
     p.add_argument("--connections", type=int, default=64)
     p.add_argument("--churn-seconds", type=int, default=60)
     p.add_argument("--samples", type=int, default=50, help="routes for created -> first 200")
@@ -466,7 +484,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.quick:
         if args.sizes == "10,1000,10000":
             args.sizes = "10,200"
-        args.duration, args.churn_seconds = 3.0, 10
+        args.duration, args.churn_seconds, args.rounds = 3.0, 10, 2
         args.samples, args.pod_samples = 5, 3
     args.sizes = sorted(int(s) for s in str(args.sizes).split(","))
     args.workloads = [w for w in args.workloads.split(",") if w]

@@ -16,7 +16,7 @@ class PlainHAProxy:
 
     def __init__(self, conf_dir: Path) -> None:
         self.conf_dir = conf_dir
-        self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None
 
     def check(self) -> float:
         t0 = time.monotonic()
@@ -27,16 +27,23 @@ class PlainHAProxy:
         return time.monotonic() - t0
 
     def start(self, port: int, timeout: float = 120.0) -> float:
-        """Start and wait until the port answers; returns the seconds it took."""
+        """Start as the router starts its HAProxy (master-worker, daemonized into its own
+        session, so the scheduler treats both alike); wait until the port answers."""
         import socket
 
         t0 = time.monotonic()
-        self.proc = procs.spawn([HAPROXY, "-W", "-db", "-f", "haproxy.cfg"],
-                                self.conf_dir / "haproxy.log", cwd=self.conf_dir)
+        pid_file = self.conf_dir / "haproxy.pid"
+        out = subprocess.run(
+            [HAPROXY, "-W", "-D", "-S", f"{self.conf_dir}/master.sock,mode,600",
+             "-p", str(pid_file), "-f", "haproxy.cfg"],
+            cwd=self.conf_dir, capture_output=True, text=True, timeout=timeout,
+        )
+        if out.returncode != 0 or not pid_file.exists():
+            procs.kill_haproxy(str(self.conf_dir))
+            raise RuntimeError(f"haproxy did not start: {(out.stdout + out.stderr)[-800:]}")
+        self.pid = int(pid_file.read_text().split()[0])
+        procs.register(self.pid)
         while time.monotonic() - t0 < timeout:
-            if self.proc.poll() is not None:
-                raise RuntimeError("haproxy exited: "
-                                   + (self.conf_dir / "haproxy.log").read_text()[-800:])
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     return time.monotonic() - t0
@@ -45,11 +52,10 @@ class PlainHAProxy:
         raise RuntimeError("haproxy did not listen in time")
 
     def rss_kb(self) -> int:
-        if self.proc is None:
-            return 0
-        return sum(procs.rss_kb(p) for p in [self.proc.pid, *procs.children(self.proc.pid)])
+        return sum(procs.rss_kb(p) for p in procs.haproxy_family(str(self.conf_dir)))
 
     def stop(self) -> None:
-        if self.proc is not None:
-            procs.stop(self.proc.pid)
-            self.proc = None
+        if self.pid is not None:
+            procs.stop(self.pid)
+            self.pid = None
+        procs.kill_haproxy(str(self.conf_dir))

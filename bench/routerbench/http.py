@@ -10,12 +10,12 @@ async def get(port: int, host: str, path: str = "/", ip: str = "127.0.0.1",
     """(status, body); (0, error text) when the connection fails."""
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(ip, port), timeout)
-    except (OSError, asyncio.TimeoutError) as err:
+    except (TimeoutError, OSError) as err:
         return 0, str(err)
     try:
         writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         data = await asyncio.wait_for(reader.read(), timeout)
-    except (OSError, asyncio.TimeoutError) as err:
+    except (TimeoutError, OSError) as err:
         return 0, str(err)
     finally:
         writer.close()
