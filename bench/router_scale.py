@@ -137,7 +137,8 @@ class Bench:
         reqs = requests(rs)
         targets = wrk.write_targets(self.base / f"targets-{workload}-{n}.txt", reqs)
         probes = probes_for(reqs, workload, pods)
-        row: dict[str, Any] = {"workload": workload, "routes": n, "hosts": len({r.host for r in rs}),
+        row: dict[str, Any] = {"workload": workload, "routes": n,
+                               "hosts": len({r.host for r in rs}),
                                "request_targets": len(reqs)}
         row["shiftnet_wrong"] = await routing_check(router.http_port, probes)
         row["render"] = await render_times(client, {"ROUTER_BIND_ADDRESS": "127.0.0.1"},
@@ -254,7 +255,8 @@ class Bench:
         ex["route_add_p50_s"] = round(pct(lat, 50), 3)
         ex["route_add_p99_s"] = round(pct(lat, 99), 3)
         ex["route_add_max_s"] = round(max(lat), 3)
-        ex["route_add_reloads"] = router.metrics().get("shiftnet_router_reloads_total", 0) - reloads0
+        ex["route_add_reloads"] = (
+            router.metrics().get("shiftnet_router_reloads_total", 0) - reloads0)
 
         # Pod ready -> traffic: 0 -> 1 ready pods, and 1 -> 2 (a scale-up).
         for label, first_ready in (("pod_ready_0to1", False), ("pod_ready_1to2", True)):
@@ -381,7 +383,8 @@ class Bench:
         ex["runtime_updates_total"] = m.get("shiftnet_router_runtime_updates_total", 0)
         ex["runtime_fallbacks_total"] = m.get("shiftnet_router_runtime_fallbacks_total", 0)
         ex["reload_seconds_avg"] = (
-            round(m["template_router_reload_seconds_sum"] / m["template_router_reload_seconds_count"], 3)
+            round(m["template_router_reload_seconds_sum"]
+                  / m["template_router_reload_seconds_count"], 3)
             if m.get("template_router_reload_seconds_count") else None)
         ex["write_config_seconds_avg"] = (
             round(m["template_router_write_config_seconds_sum"]
@@ -439,7 +442,8 @@ class Bench:
     def table(self) -> str:
         lines = [
             "| workload | routes | shiftnet req/s | OpenShift-style req/s | direct req/s | "
-            "shiftnet/OpenShift | shiftnet p99 ms | OpenShift p99 ms | errors sn/os | wrong sn/os | "
+            "shiftnet/OpenShift | shiftnet p99 ms | OpenShift p99 ms | errors sn/os | "
+            "wrong sn/os | "
             "render cold s | router RSS MB | HAProxy RSS MB sn/os |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|",
         ]
@@ -449,7 +453,8 @@ class Bench:
                 f"| {r['workload']} | {r['routes']:,} | {r['shiftnet']['rps']:,.0f} | "
                 f"{r['openshift']['rps']:,.0f} | {r['direct']['rps']:,.0f} | "
                 f"{r['shiftnet_over_openshift']} | {r['shiftnet']['p99_ms']} | "
-                f"{r['openshift']['p99_ms']} | {r['shiftnet']['errors']}/{r['openshift']['errors']} | "
+                f"{r['openshift']['p99_ms']} | "
+                f"{r['shiftnet']['errors']}/{r['openshift']['errors']} | "
                 f"{r['shiftnet_wrong']}/{r['openshift_wrong']} | "
                 f"{rd['admit_s'] + rd['model_s'] + rd['render_cold_s']:.2f} | "
                 f"{r['router_rss_mb']} | {r['shiftnet_haproxy_rss_mb']}/"
@@ -531,7 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     out = {
         "started": started,
-        "command": "python bench/router_scale.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python bench/router_scale.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
                     "nofile": __import__("resource").getrlimit(
                         __import__("resource").RLIMIT_NOFILE)},

@@ -1,1 +1,1 @@
-"""Pieces of ``bench/router_scale.py``: workload, OpenShift-style config, responder, wrk, processes."""
+"""Pieces of ``bench/router_scale.py``: workload, baseline config, pods, wrk, processes."""

@@ -105,7 +105,8 @@ def haproxy_pids(needle: str) -> list[int]:
             cmd = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if cmd.startswith(b"/usr/sbin/haproxy") and needle.encode() in cmd and alive(int(entry.name)):
+        mine = cmd.startswith(b"/usr/sbin/haproxy") and needle.encode() in cmd
+        if mine and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 
