@@ -20,6 +20,7 @@ and kept in :attr:`HAProxyDriver.last_error`, and the next change tries again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import shutil
@@ -240,14 +241,14 @@ class HAProxyDriver:
             metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t0)
             t1 = time.monotonic()
             try:
-                started = await self.process.ensure_running()
-                if not started and (changed or self._running != desired):
-                    await self.process.reload()
-                    self.reloads += 1
-                    metrics.RELOADS.inc()
-            except (ReloadFailed, HAProxyError) as err:
+                started = await self._load(changed or self._running != desired)
+            except HAProxyError as err:
+                # The master refused the files (or could not start on them): put the
+                # last good set back so it is what any later start serves.
                 if self._running is not None:
                     write_file_set(self.process.conf_dir, self._running)
+                    with contextlib.suppress(HAProxyError):
+                        await self.process.ensure_running()
                 self._failed("reload", err)
                 raise
             metrics.RELOAD_SECONDS.observe(time.monotonic() - t1)
@@ -260,6 +261,28 @@ class HAProxyDriver:
                 self.reloads,
                 time.monotonic() - t0,
             )
+
+    async def _load(self, changed: bool) -> bool:
+        """Start HAProxy on the live files, or reload it; True when it had to be started.
+
+        A master that dies in the middle of a reload (killed, crashed) is not a
+        verdict on the files, which passed ``haproxy -c``: start afresh on them.
+        """
+        started = await self.process.ensure_running()
+        if started or not changed:
+            return started
+        try:
+            await self.process.reload()
+        except ReloadFailed:
+            raise
+        except HAProxyError as err:
+            log.warning("haproxy master lost during reload; starting it again error=%s", err)
+            if await self.process.ensure_running():
+                return True
+            await self.process.reload()
+        self.reloads += 1
+        metrics.RELOADS.inc()
+        return False
 
     def _failed(self, reason: str, err: Exception) -> None:
         self.last_error = err

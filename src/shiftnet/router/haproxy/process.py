@@ -321,6 +321,7 @@ class HAProxyProcess:
             await self._start_locked()
 
     async def _start_locked(self) -> None:
+        restart = self.wanted  # it was running (started or adopted) and is gone
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.master_socket.unlink()
@@ -350,6 +351,9 @@ class HAProxyProcess:
         st = await self.wait_status(timeout=10.0)
         self.adopted = False
         self.wanted = True
+        if restart:
+            self.restarts += 1
+            metrics.HAPROXY_RESTARTS.inc()
         log.info("haproxy started master_pid=%d workers=%s", st.master_pid, list(st.workers))
 
     async def ensure_running(self) -> bool:
@@ -430,8 +434,6 @@ class HAProxyProcess:
                 async with self._lock:
                     if self.wanted and not self.alive():
                         await self._start_locked()
-                        self.restarts += 1
-                        metrics.HAPROXY_RESTARTS.inc()
             except HAProxyError as err:
                 log.error("haproxy restart failed error=%s", err)
                 await asyncio.sleep(self.restart_backoff)
