@@ -293,3 +293,45 @@ def test_pid_records_refuse_a_recycled_pid(tmp_path: Path) -> None:
     assert PodProcess.adopt(me, start + 1) is None
     (tmp_path / "bad.pid").write_text("{not json")
     assert read_record(tmp_path / "bad.pid") is None
+
+
+async def test_full_subnet_keeps_pod_pending_until_an_address_frees(tmp_path: Path) -> None:
+    # A /29 has 8 addresses; network, gateway (.1) and broadcast are reserved: 5 pods fit.
+    h = NodeHarness(tmp_path, subnet="127.10.9.0/29")
+    try:
+        await h.start()
+        for i in range(6):
+            await h.client.create(script_pod(f"p{i}", "import time; time.sleep(300)"))
+        waiting = await h.wait_pod("p5", lambda p: p.status.reason == "OutOfAddresses")
+        assert waiting.status.phase == "Pending" and not waiting.status.pod_ip
+        assert "127.10.9.0/29" in (waiting.status.message or "")
+        ips = {(await h.wait_ready(f"p{i}")).status.pod_ip for i in range(5)}
+        assert ips == {f"127.10.9.{n}" for n in range(2, 7)}
+        await h.client.delete(Pod, "default", "p0")
+        late = await h.wait_ready("p5")
+        assert late.status.pod_ip == "127.10.9.2"
+    finally:
+        await h.close()
+
+
+async def test_changed_command_restarts_the_pod(node: NodeHarness) -> None:
+    await node.client.create(script_pod("chg", "import time; time.sleep(300)"))
+    first = await node.wait_ready("chg")
+    [old_pid] = node.pids("chg")
+
+    def change(p: Pod) -> Pod:
+        p.spec.containers[0].command = [sys.executable, "-c", "import time; time.sleep(301)"]
+        return p
+
+    await node.client.mutate(Pod, "default", "chg", change)
+
+    async def replaced() -> bool:
+        pids = node.pids("chg")
+        return bool(pids) and pids != [old_pid]
+
+    await wait_for(replaced, what="new process")
+    assert not pid_alive(old_pid), "the old process is gone before the new one starts"
+    again = await node.wait_ready("chg")
+    assert again.status.pod_ip == first.status.pod_ip
+    pid_file = next((node.state_dir / "nodes" / "node-a" / "pods").glob("*/main.pid"))
+    assert str(node.pids("chg")[0]) in pid_file.read_text()

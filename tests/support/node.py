@@ -146,7 +146,14 @@ def script_pod(
 
 
 class NodeHarness:
-    def __init__(self, state_dir: Path, node_name: str = "node-a", with_master: bool = False):
+    def __init__(
+        self,
+        state_dir: Path,
+        node_name: str = "node-a",
+        with_master: bool = False,
+        subnet: str = "127.10.7.0/24",
+    ):
+        self.subnet = subnet
         self.state_dir = state_dir
         self.node_name = node_name
         self.with_master = with_master
@@ -176,7 +183,7 @@ class NodeHarness:
                         metadata={"name": self.node_name},  # type: ignore[arg-type]
                         host=self.node_name,
                         host_ip="127.0.0.1",
-                        subnet="127.10.7.0/24",
+                        subnet=self.subnet,
                     )
                 )
         self.agent = NodeAgent(self.store, self.config(**kw))

@@ -62,6 +62,7 @@ class NodeAgent:
         self._subnet_ready = asyncio.Event()
         self._adoptable: dict[str, dict[str, ContainerRecord]] = {}
         self._terminating: set[asyncio.Task[None]] = set()
+        self._stopping: set[tuple[str, str]] = set()  # pods whose processes are being stopped
         self._unplaceable: dict[tuple[str, str], str] = {}  # pods we could not give an IP
         self._sync = CoalescingRunner(
             self._sync_once,
@@ -298,12 +299,17 @@ class NodeAgent:
                 self._terminate(runner)
 
         for key, pod in wanted.items():
-            if key not in self.runners:
+            # A pod replaced under the same name (new uid or spec) starts once the old
+            # processes are gone: they share its directories and may hold its port.
+            if key not in self.runners and key not in self._stopping:
                 await self._start_pod(pod)
 
         await self._write_statuses(wanted)
 
     def _terminate(self, runner: PodRunner) -> None:
+        key = (runner.namespace, runner.name)
+        self._stopping.add(key)
+
         async def stop() -> None:
             try:
                 await runner.stop(kill=True)
@@ -311,6 +317,7 @@ class NodeAgent:
             finally:
                 if self.ips is not None:
                     self.ips.release(runner.pod_ip)
+                self._stopping.discard(key)
                 self._sync.kick()
 
         task = asyncio.get_running_loop().create_task(
