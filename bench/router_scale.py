@@ -143,6 +143,8 @@ class Bench:
         row["shiftnet_wrong"] = await routing_check(router.http_port, probes)
         row["render"] = await render_times(client, {"ROUTER_BIND_ADDRESS": "127.0.0.1"},
                                            router.work_dir)
+        row["shiftnet_check_s"] = round(
+            baseline.PlainHAProxy(router.work_dir / "conf").check(), 2)
         # OpenShift-style baseline on the same routes and pods.
         os_dir = self.base / f"os-{workload}-{n}"
         os_port = procs.free_port()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -89,10 +90,30 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+_ports_given: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port below the kernel's ephemeral range, never the same one twice.
+
+    Why not bind(0): the kernel hands out ports from the ephemeral range, where
+    a port picked now may be taken by some outgoing connection before HAProxy
+    binds it a minute later (a 10,000-route start takes that long), and two
+    calls in a row may return the same port.
+    """
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randrange(20000, 32000)
+        if port in _ports_given:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_given.add(port)
+        return port
+    raise RuntimeError("no free port in 20000-32000")
 
 
 def haproxy_pids(needle: str) -> list[int]:
