@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -83,13 +84,23 @@ async def kernel_case(
     for key in svcs:
         changes.mark(*key)
     kernel = KernelProxier(KernelConfig(mode=mode, netns=topo.node, iptables_backend=backend))
+    if mode == "nftables":  # open the libnftables session outside the timed part
+        await kernel.apply_nft("")
     t0 = time.perf_counter()
     table, diff = changes.take(lambda ns, nm: svcs.get((ns, nm)), lambda ns, nm: eps.get((ns, nm)))
     t1 = time.perf_counter()
+    c1 = cpu_seconds()
     await kernel.sync(table, None)
     t2 = time.perf_counter()
     label = mode if mode == "nftables" else f"ipt-{backend}"
-    result = {"mode": label, "services": n, "model_s": t1 - t0, "full_sync_s": t2 - t1}
+    result = {
+        "mode": label,
+        "services": n,
+        "model_s": t1 - t0,
+        "full_sync_s": t2 - t1,
+        "full_sync_cpu_s": cpu_seconds() - c1,
+        "loadavg_1m": os.getloadavg()[0],
+    }
     # one-service change: one endpoint of one service replaced
     key = ("bench", f"svc-{n // 2:05d}")
     eps[key].subsets[0].addresses[0].ip = "10.99.99.99"
@@ -97,9 +108,15 @@ async def kernel_case(
     changes.mark(*key)
     table, diff = changes.take(lambda ns, nm: svcs.get((ns, nm)), lambda ns, nm: eps.get((ns, nm)))
     t4 = time.perf_counter()
+    c4 = cpu_seconds()
     await kernel.sync(table, diff)
     t5 = time.perf_counter()
-    result.update(change_model_s=t4 - t3, change_apply_s=t5 - t4, change_total_s=t5 - t3)
+    result.update(
+        change_model_s=t4 - t3,
+        change_apply_s=t5 - t4,
+        change_total_s=t5 - t3,
+        change_apply_cpu_s=cpu_seconds() - c4,
+    )
     # idempotence: re-applying the same full ruleset changes nothing and must succeed
     if n >= 10000:
         for label, idx in (("first", 0), ("last", n - 1)):
@@ -129,7 +146,19 @@ async def kernel_case(
             result[f"connect_{label}_p50_ms"] = statistics.median(lat)
             result[f"connect_{label}_p99_ms"] = lat[int(len(lat) * 0.99) - 1]
     await kernel.cleanup()
+    kernel.close()
     return result
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and its waited-for children, user + system.
+
+    Reported next to wall time because other work on a shared machine stretches
+    wall time; CPU time is what the sync itself costs.
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def kernel_bench(sizes: list[int]) -> list[dict]:
@@ -317,9 +346,9 @@ def print_table(out: dict) -> None:
     if "kernel" in out:
         print("\nkernel modes (10 endpoints per service)")
         print(
-            f"{'mode':<12} {'services':>8} {'model s':>8} {'full sync s':>11} "
-            f"{'1-svc change ms':>15} {'(apply ms)':>10} {'conn 1st p50/p99 ms':>20} "
-            f"{'conn last p50/p99 ms':>21}"
+            f"{'mode':<11} {'services':>8} {'model s':>7} {'full sync s':>11} {'(cpu s)':>7} "
+            f"{'1-svc chg ms':>12} {'(apply ms)':>10} {'(apply cpu)':>11} "
+            f"{'conn 1st p50/p99':>16} {'conn last p50/p99':>17} {'load':>5}"
         )
         for r in out["kernel"]:
             first = (
@@ -333,10 +362,11 @@ def print_table(out: dict) -> None:
                 else "-"
             )
             print(
-                f"{r['mode']:<12} {r['services']:>8} {r['model_s']:>8.2f} "
-                f"{r['full_sync_s']:>11.2f} "
-                f"{r['change_total_s'] * 1000:>15.1f} {r['change_apply_s'] * 1000:>10.1f} "
-                f"{first:>20} {last:>21}"
+                f"{r['mode']:<11} {r['services']:>8} {r['model_s']:>7.2f} "
+                f"{r['full_sync_s']:>11.2f} {r['full_sync_cpu_s']:>7.2f} "
+                f"{r['change_total_s'] * 1000:>12.1f} {r['change_apply_s'] * 1000:>10.1f} "
+                f"{r['change_apply_cpu_s'] * 1000:>11.1f} "
+                f"{first:>16} {last:>17} {r['loadavg_1m']:>5.1f}"
             )
     if "userspace" in out:
         u = out["userspace"]

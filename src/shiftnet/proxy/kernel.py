@@ -111,7 +111,7 @@ class KernelProxier:
                     script = nftables.render_update(nftables.update_pairs(diff, self.nft), self.nft)
                 else:
                     script = nftables.render_full(table, self.nft)
-                await self.apply_nft(script)
+                await self.apply_nft(script, full=kind == "full")
             else:
                 await self._sync_iptables(table)
         except KernelApplyError as exc:
@@ -138,13 +138,13 @@ class KernelProxier:
             return tool.replace("iptables", "iptables-legacy", 1)
         return tool
 
-    async def apply_nft(self, script: str) -> None:
+    async def apply_nft(self, script: str, full: bool = False) -> None:
         """One nft transaction: in-process through libnftables, else with ``nft -f -``."""
         if self._libnft is None and not self._libnft_failed:
             self._libnft = LibnftSession(self.config.netns)
         if self._libnft is not None:
             try:
-                rc, err = await self._libnft.run(script)
+                rc, err = await self._libnft.run(script, fresh=full)
             except LibnftUnavailable as exc:
                 log.info("libnftables unavailable, using the nft binary reason=%s", exc)
                 self._libnft.close()

@@ -31,9 +31,15 @@ class LibnftSession:
         self._lib: ctypes.CDLL | None = None
         self._ctx: int | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"nft-{netns or 'host'}")
+        self._reaper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nft-free")
         self._ready = self._pool.submit(self._open)
 
     def _open(self) -> None:
+        self._enter_netns()
+        self._lib = self._load()
+        self._ctx = self._new_ctx()
+
+    def _enter_netns(self) -> None:
         if self.netns:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
             try:
@@ -48,6 +54,9 @@ class LibnftSession:
                     raise LibnftUnavailable(f"setns({self.netns}): {os.strerror(err)}")
             finally:
                 os.close(fd)
+
+    @staticmethod
+    def _load() -> ctypes.CDLL:
         try:
             lib = ctypes.CDLL("libnftables.so.1")
         except OSError as exc:
@@ -61,23 +70,35 @@ class LibnftSession:
         lib.nft_ctx_buffer_output.argtypes = [ctypes.c_void_p]
         lib.nft_ctx_get_error_buffer.argtypes = [ctypes.c_void_p]
         lib.nft_ctx_get_error_buffer.restype = ctypes.c_char_p
-        ctx = lib.nft_ctx_new(0)
+        return lib
+
+    def _new_ctx(self) -> int:
+        assert self._lib is not None
+        ctx = self._lib.nft_ctx_new(0)
         if not ctx:
             raise LibnftUnavailable("nft_ctx_new failed")
-        lib.nft_ctx_buffer_error(ctx)
-        lib.nft_ctx_buffer_output(ctx)
-        self._lib, self._ctx = lib, ctx
+        self._lib.nft_ctx_buffer_error(ctx)
+        self._lib.nft_ctx_buffer_output(ctx)
+        return int(ctx)
 
-    def _run(self, script: str) -> tuple[int, str]:
+    def _run(self, script: str, fresh: bool) -> tuple[int, str]:
+        """Small changes reuse the context; a full load gets its own context because the
+        context keeps what it parsed, and freeing 100,000 cached elements would otherwise
+        be paid by the next small change."""
         assert self._lib is not None and self._ctx is not None
-        rc = self._lib.nft_run_cmd_from_buffer(self._ctx, script.encode())
-        err = self._lib.nft_ctx_get_error_buffer(self._ctx) or b""
-        return rc, err.decode(errors="replace")
+        ctx = self._new_ctx() if fresh else self._ctx
+        rc = self._lib.nft_run_cmd_from_buffer(ctx, script.encode())
+        err = (self._lib.nft_ctx_get_error_buffer(ctx) or b"").decode(errors="replace")
+        if fresh:
+            self._reaper.submit(self._lib.nft_ctx_free, ctx)
+        return rc, err
 
-    async def run(self, script: str) -> tuple[int, str]:
+    async def run(self, script: str, fresh: bool = False) -> tuple[int, str]:
         """(return code, error text) of one script, applied as one transaction."""
         await asyncio.wrap_future(self._ready)  # raises LibnftUnavailable
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run, script)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, self._run, script, fresh
+        )
 
     def close(self) -> None:
         def free() -> None:
@@ -87,3 +108,4 @@ class LibnftSession:
 
         self._pool.submit(free)
         self._pool.shutdown(wait=False)
+        self._reaper.shutdown(wait=False)
