@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
         "DNS specification) or nxdomain (CoreDNS)",
     )
     p.set_defaults(func=run_server)
-    sub = p.add_subparsers(dest="dns_command", metavar="SUBCOMMAND")
+    sub = p.add_subparsers(dest="dns_command", metavar="[resolv-conf NAMESPACE]")
     rc = sub.add_parser(
         "resolv-conf",
         help="print the resolv.conf a pod of NAMESPACE gets",
