@@ -47,6 +47,8 @@ class ProxyConfig:
         """Flags win over environment (SHIFTNET_PROXY_MODE, ..._NETNS) over defaults."""
         env = os.environ if env is None else env
         mode = overrides.pop("mode", None) or env.get("SHIFTNET_PROXY_MODE") or "userspace"
+        if mode not in MODES:
+            raise ConfigError(f"proxy mode {mode!r} is not one of {', '.join(MODES)}")
         kernel = dict(overrides.pop("kernel", {}))
         if "netns" not in kernel and env.get("SHIFTNET_PROXY_NETNS"):
             kernel["netns"] = env["SHIFTNET_PROXY_NETNS"]
