@@ -55,9 +55,10 @@ class RoundMemo(Generic[K, V]):
         return value
 
     def end_round(self) -> None:
-        if len(self._values) > 2 * len(self._used) + self._slack:
-            self._values = {k: v for k, v in self._values.items() if k in self._used}
-        self._used = set()
+        used, self._used = self._used, set()
+        if len(self._values) > 2 * len(used) + self._slack:
+            # list() copies atomically, so a render in another thread cannot break this.
+            self._values = {k: v for k, v in list(self._values.items()) if k in used}
 
     def clear(self) -> None:
         self._values.clear()
