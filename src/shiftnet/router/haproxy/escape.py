@@ -179,6 +179,15 @@ def server_address(ip: str, port: int, what: str = "server") -> str:
     return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"
 
 
+def bind_address(ip: str, port: int, what: str = "bind") -> str:
+    """``[ip]:port`` for a ``bind`` line; "" means every address (``:port``)."""
+    if ip == "":
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise UnsafeValue(f"{what} port {port!r} is not between 1 and 65535")
+        return f":{port}"
+    return server_address(ip, port, what)
+
+
 def ip_network(value: str, what: str = "network") -> str:
     """A canonical IP network (``10.0.0.0/8``, ``::1/128``) for an ACL pattern file line."""
     try:

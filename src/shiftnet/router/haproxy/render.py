@@ -476,10 +476,7 @@ def _route_maps(policy: L7Policy, backend: str, maps: _Maps) -> None:
 
 
 def _bind(config: RouterConfig, port: int) -> str:
-    host = config.bind_address
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{int(port)}"
+    return escape.bind_address(config.bind_address, port, "ROUTER_BIND_ADDRESS")
 
 
 def _lookup_block(maps: tuple[str, str, str, str]) -> list[str]:
