@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.support.cli import SHIFTNET
+from tests.support.cli import SHIFTNET, Shiftnet
 
 LONG_RUNNING = """
 import asyncio, sys
@@ -51,12 +51,14 @@ def test_run_async_cancels_main_and_exits_like_a_shell(sig: signal.Signals, code
 
 
 def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) -> None:
+    sn = Shiftnet(f"sqlite://{tmp_path}/state.db", tmp_path / "home")
     proc = subprocess.Popen(
-        [SHIFTNET, "--store", f"sqlite://{tmp_path}/state.db", "apply", "-f", "-"],
+        [SHIFTNET, "--store", sn.store, "apply", "-f", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=sn.env(),
     )
     try:
         assert proc.stdin is not None

@@ -22,6 +22,7 @@ def test_watch_prints_each_change(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=sn.env(),
     )
     lines: queue.Queue[str] = queue.Queue()
 

@@ -19,17 +19,21 @@ class Shiftnet:
     store: str
     home: Path
 
+    def env(self) -> dict[str, str]:
+        """The environment of a user whose shiftnet state is this test's (never ~/.shiftnet)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
+        env["SHIFTNET_HOME"] = str(self.home)
+        return env
+
     def run(
         self, *args: str, input: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
-        env["SHIFTNET_HOME"] = str(self.home)
         return subprocess.run(
             [SHIFTNET, "--store", self.store, *args],
             input=input,
             capture_output=True,
             text=True,
-            env=env,
+            env=self.env(),
             timeout=timeout,
             check=False,
         )

@@ -18,7 +18,6 @@ import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -72,18 +71,15 @@ async def _supervise(main: Callable[[], Awaitable[T]]) -> T | int:
 
 
 @contextlib.asynccontextmanager
-async def cluster_client(store_url: str, state_dir: Path | None = None) -> AsyncIterator[Client]:
+async def cluster_client(store_url: str) -> AsyncIterator[Client]:
     """A :class:`shiftnet.client.Client` on the store ``store_url`` names, closed on exit.
 
-    With the default SQLite store the state directory is created first, so a
-    fresh machine works without set-up.
+    The SQLite backend creates its file's directory itself, so a fresh machine
+    works without set-up, and nothing is created anywhere else.
     """
     from shiftnet.client import Client
     from shiftnet.store import open_store
 
-    if store_url.startswith("sqlite:") and state_dir is not None:
-        with contextlib.suppress(OSError):
-            state_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(store_url)
     try:
         yield Client(store)  # backends report an unreachable store as StoreUnavailable
@@ -94,4 +90,4 @@ async def cluster_client(store_url: str, state_dir: Path | None = None) -> Async
 
 def client_from_args(args: Any) -> contextlib.AbstractAsyncContextManager[Client]:
     """:func:`cluster_client` for the global ``--store``/``--state-dir`` flags."""
-    return cluster_client(args.store, args.state_dir)
+    return cluster_client(args.store)
