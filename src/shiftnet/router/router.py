@@ -19,12 +19,18 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from shiftnet.api import Endpoints, Namespace, Route, Service
+from shiftnet.api import Endpoints, Namespace, Route, RouteIngress, RouteIngressCondition, Service
 from shiftnet.client import Client
 from shiftnet.errors import ShiftnetError
 from shiftnet.informer import Informers
 from shiftnet.router import metrics
-from shiftnet.router.admission import AdmissionResult, admit, in_shard, route_key
+from shiftnet.router.admission import (
+    EXTENDED_VALIDATION_FAILED,
+    AdmissionResult,
+    admit,
+    in_shard,
+    route_key,
+)
 from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
@@ -133,6 +139,22 @@ class Router:
             return  # our own status writes (or another router's) change nothing we serve
         self._runner.kick()
 
+    def _desired_entry(self, key: tuple[str, str], admitted: RouteIngress) -> RouteIngress:
+        """Admission's entry, unless the renderer had to leave the route out."""
+        reason = self.skipped.get(key)
+        if reason is None:
+            return admitted
+        entry = admitted.model_copy(deep=True)
+        entry.conditions = [
+            RouteIngressCondition(
+                type="Admitted",
+                status="False",
+                reason=EXTENDED_VALIDATION_FAILED,
+                message=f"the route cannot be written into the HAProxy configuration: {reason}",
+            )
+        ]
+        return entry
+
     def _entry_is_current(self, route: Route) -> bool:
         """This router's status entry on ``route`` is what the last sync decided."""
         if self.admission is None:
@@ -140,7 +162,7 @@ class Router:
         decision = self.admission.decisions.get(route_key(route))
         if decision is None or decision.ingress is None:
             return all(e.router_name != self.config.name for e in route.status.ingress)
-        return not needs_write(route, decision.ingress)
+        return not needs_write(route, self._desired_entry(decision.key, decision.ingress))
 
     # ------------------------------------------------------------------- sync
     def _render(self, result: AdmissionResult) -> tuple[dict[str, bytes], dict[str, list[str]]]:
@@ -184,8 +206,9 @@ class Router:
             decision = result.decisions.get(key)
             try:
                 if decision is not None and decision.ingress is not None:
-                    if needs_write(route, decision.ingress):
-                        await write_status(self.client, route, decision.ingress)
+                    desired = self._desired_entry(key, decision.ingress)
+                    if needs_write(route, desired):
+                        await write_status(self.client, route, desired)
                 elif (
                     not route.metadata.deletion_timestamp
                     and not in_shard(
