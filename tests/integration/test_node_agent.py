@@ -335,3 +335,23 @@ async def test_changed_command_restarts_the_pod(node: NodeHarness) -> None:
     assert again.status.pod_ip == first.status.pod_ip
     pid_file = next((node.state_dir / "nodes" / "node-a" / "pods").glob("*/main.pid"))
     assert str(node.pids("chg")[0]) in pid_file.read_text()
+
+
+async def test_pod_names_that_are_not_file_names_are_refused(node: NodeHarness) -> None:
+    # Written around the API's validation, straight into the store.
+    raw = script_pod("placeholder", "import time; time.sleep(60)").to_dict()
+    raw["metadata"]["name"] = "../../escape"
+    await node.store.create("pods", raw)
+    key = ("default", "../../escape")
+    await wait_for(
+        lambda: asyncio.sleep(0, key in node.agent._unplaceable),  # type: ignore[union-attr]
+        what="pod refused",
+    )
+    reason, message = node.agent._unplaceable[key]  # type: ignore[union-attr]
+    assert reason == "InvalidPod" and "cannot be used as a file name" in message
+    assert key not in node.agent.runners  # type: ignore[union-attr]
+    assert not (node.state_dir / "nodes" / "escape").exists()
+    assert not list(node.state_dir.glob("nodes/node-a/logs/*escape*"))
+    # The agent keeps working for everyone else.
+    await node.client.create(script_pod("fine", "import time; time.sleep(60)"))
+    await node.wait_ready("fine")

@@ -20,7 +20,13 @@ from shiftnet.api import HostSubnet, Node, NodeAddress, ObjectMeta, Pod
 from shiftnet.api.base import Condition
 from shiftnet.api.core import NodeStatus, PodStatus
 from shiftnet.client import Client
-from shiftnet.errors import AllocationError, AlreadyExists, ConfigError, ShiftnetError
+from shiftnet.errors import (
+    AllocationError,
+    AlreadyExists,
+    ConfigError,
+    InvalidObject,
+    ShiftnetError,
+)
 from shiftnet.informer import Informers
 from shiftnet.ipam import IPRange
 from shiftnet.runner import CoalescingRunner
@@ -63,7 +69,8 @@ class NodeAgent:
         self._adoptable: dict[str, dict[str, ContainerRecord]] = {}
         self._terminating: set[asyncio.Task[None]] = set()
         self._stopping: set[tuple[str, str]] = set()  # pods whose processes are being stopped
-        self._unplaceable: dict[tuple[str, str], str] = {}  # pods we could not give an IP
+        # pods we cannot run: (reason, message) for their status
+        self._unplaceable: dict[tuple[str, str], tuple[str, str]] = {}
         self._sync = CoalescingRunner(
             self._sync_once,
             min_interval=0.05,
@@ -343,12 +350,23 @@ class NodeAgent:
         try:
             ip = self._pick_ip(pod, adopt)
         except AllocationError as err:
-            self._unplaceable[pod.key] = f"no pod IP left in host subnet {self.subnet}: {err}"
+            self._unplaceable[pod.key] = (
+                "OutOfAddresses",
+                f"no pod IP left in host subnet {self.subnet}: {err}",
+            )
             log.error("cannot place pod pod=%s/%s error=%s", pod.namespace, pod.name, err)
+            return
+        try:
+            runner = PodRunner(pod, ip, self.config, self._sync.kick, adopt)
+        except InvalidObject as err:
+            if self.ips is not None:
+                self.ips.release(ip)
+            if self._unplaceable.get(pod.key) != ("InvalidPod", str(err)):
+                log.error("cannot run pod pod=%s/%s error=%s", pod.namespace, pod.name, err)
+            self._unplaceable[pod.key] = ("InvalidPod", str(err))
             return
         self._unplaceable.pop(pod.key, None)
         await self.network.setup_pod(pod.namespace or "default", pod.name, ip)
-        runner = PodRunner(pod, ip, self.config, self._sync.kick, adopt)
         self.runners[pod.key] = runner
         runner.start()
 
@@ -359,10 +377,11 @@ class NodeAgent:
             if runner is not None:
                 status = runner.status()
             elif key in self._unplaceable:
+                reason, message = self._unplaceable[key]
                 status = PodStatus(
                     phase="Pending",
-                    reason="OutOfAddresses",
-                    message=self._unplaceable[key],
+                    reason=reason,
+                    message=message,
                     host_ip=self.config.host_ip,
                 )
             else:
@@ -385,6 +404,10 @@ class NodeAgent:
             async with gate:
                 try:
                     await self.client.mutate(Pod, pod.namespace, pod.name, put)
+                except InvalidObject as err:  # retrying cannot help; the next change may
+                    log.warning(
+                        "pod status refused pod=%s/%s error=%s", pod.namespace, pod.name, err
+                    )
                 except (ShiftnetError, OSError) as err:
                     log.warning(
                         "pod status write failed pod=%s/%s error=%s", pod.namespace, pod.name, err

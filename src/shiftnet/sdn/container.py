@@ -225,6 +225,7 @@ class ContainerRunner:
             return None
         proc = PodProcess.adopt(rec.pid, rec.start_time)
         if proc is None:
+            self.restart_count += 1  # it died while no agent watched: this start is a restart
             return None
         log.info(
             "adopted container pod=%s/%s container=%s pid=%d",

@@ -10,12 +10,14 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from shiftnet.api import Pod
 from shiftnet.api.core import PodStatus
+from shiftnet.errors import InvalidObject
 from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.container import ContainerRunner, PodContext, now_rfc3339
 from shiftnet.sdn.pidfiles import ContainerRecord
@@ -23,7 +25,6 @@ from shiftnet.sdn.podstatus import ContainerView, build_pod_status
 from shiftnet.sdn.workdir import WORKDIR_ANNOTATION
 
 log = logging.getLogger(__name__)
-
 
 
 def spec_hash(pod: Pod) -> str:
@@ -35,17 +36,34 @@ def spec_hash(pod: Pod) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_UID = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9]{0,63}$")
+
+
+def checked_part(value: str, what: str, pattern: re.Pattern[str] = _NAME) -> str:
+    """A name that becomes a file name: the one check before it touches the disk.
+
+    The API validates names on write, but the store may hold objects written
+    by other means; nothing with ``/``, ``..`` or odd characters may become a path.
+    """
+    if not pattern.match(value) or ".." in value:
+        raise InvalidObject("Pod", value, what, f'"{value}" cannot be used as a file name')
+    return value
+
+
 def pod_dir_name(namespace: str, name: str) -> str:
-    """Directory name of a pod; '_' never appears in namespace or pod names."""
-    return f"{namespace}_{name}"
+    """Directory name of a pod's logs; '_' never appears in namespace or pod names."""
+    return f"{checked_part(namespace, 'metadata.namespace')}_{checked_part(name, 'metadata.name')}"
 
 
 def log_dir(node_dir: Path, namespace: str, name: str) -> Path:
+    """Logs are per name, so they outlive a pod re-created under the same name."""
     return node_dir / "logs" / pod_dir_name(namespace, name)
 
 
-def run_dir(node_dir: Path, namespace: str, name: str) -> Path:
-    return node_dir / "pods" / pod_dir_name(namespace, name)
+def run_dir(node_dir: Path, uid: str) -> Path:
+    """Pid files are per uid: an old and a new pod of one name never share them."""
+    return node_dir / "pods" / checked_part(uid, "metadata.uid", _UID)
 
 
 def working_dir(pod: Pod, container_workdir: str | None, fallback: Path) -> str:
@@ -80,7 +98,7 @@ class PodRunner:
             if pod.status.pod_ip == pod_ip and pod.status.start_time
             else now_rfc3339()
         )
-        self.pod_dir = run_dir(config.node_dir, self.namespace, self.name)
+        self.pod_dir = run_dir(config.node_dir, self.uid)
         self.pod_dir.mkdir(parents=True, exist_ok=True)
         self._ready = False
         self._ready_since = self.start_time
@@ -88,6 +106,7 @@ class PodRunner:
         adopt = adopt or {}
         self.containers: list[ContainerRunner] = []
         for c in pod.spec.containers:
+            checked_part(c.name, "spec.containers[].name")
             ctx = PodContext(
                 namespace=self.namespace,
                 name=self.name,

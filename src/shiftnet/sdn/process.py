@@ -77,6 +77,7 @@ class PodProcess:
         if fd >= 0:
             loop = asyncio.get_running_loop()
             done = loop.create_future()
+
             def exited() -> None:
                 if not done.done():
                     done.set_result(None)

@@ -216,3 +216,13 @@ def test_node_config_checks_names_and_modes(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match='network mode "ovs"'):
         NodeConfig(node_name="n", state_dir=tmp_path, network="ovs")
     assert NodeConfig(node_name="n", state_dir=tmp_path).node_dir == tmp_path / "nodes" / "n"
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "..", "", "x..y", "UPPER", "-lead"])
+def test_names_that_cannot_be_file_names(bad: str) -> None:
+    from shiftnet.errors import InvalidObject
+    from shiftnet.sdn.pods import checked_part
+
+    with pytest.raises(InvalidObject, match="cannot be used as a file name"):
+        checked_part(bad, "metadata.name")
+    assert checked_part("web-1.v2", "metadata.name") == "web-1.v2"
