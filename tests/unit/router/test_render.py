@@ -41,7 +41,8 @@ def cfg(routes: list, eps: list | None = None, config: RouterConfig = CONFIG) ->
 
 
 def backend_block(text: str, name: str) -> str:
-    m = re.search(rf"^backend {re.escape(name)}\n(.*?)(?:\n\n|\Z)", text, re.S | re.M)
+    m = re.search(rf"^backend {re.escape(name)}(?: from \S+)?\n(.*?)(?:\n\n|\Z)", text,
+                  re.S | re.M)
     assert m, f"backend {name} not rendered"
     return m.group(1)
 
@@ -279,7 +280,6 @@ def test_annotations_render() -> None:
         'http-request deny if !{ src -f "allowlists/ns,a.txt" }',
         'http-response set-header Strict-Transport-Security "max-age=600;preload" if { ssl_fc }',
         'http-request replace-path "^/app/?(.*)\\$" "/v2/\\\\1"',
-        "http-request del-header X-Forwarded-For",
         "tcp-request content track-sc2 src",
         "tcp-request content reject if { sc_conn_cur(2) gt 10 }",
         "http-request deny deny_status 429 if { sc_http_req_rate(2) gt 50 }",
@@ -288,6 +288,10 @@ def test_annotations_render() -> None:
     ):
         assert expected in block, expected
     assert out["allowlists/ns,a.txt"] == "10.0.0.0/8\n192.168.1.7/32\n"
+    assert "backend be_edge_http:ns:a from fwd_replace\n" in out["haproxy.cfg"]
+    replace = re.search(r"^defaults fwd_replace from base\n(.*?)\n\n", out["haproxy.cfg"],
+                        re.S | re.M)
+    assert replace and "  http-request del-header X-Forwarded-For\n" in replace.group(1)
 
 
 def test_disable_cookies_and_forwarded_never() -> None:
@@ -306,6 +310,15 @@ def test_disable_cookies_and_forwarded_never() -> None:
         "be_http:ns:a",
     )
     assert "cookie" not in block and "forwardfor" not in block and "Forwarded" not in block
+    assert "backend be_http:ns:a from base\n" in cfg([f.route("a", annotations={
+        "haproxy.router.openshift.io/set-forwarded-headers": "never"})])
+
+
+def test_forwarded_rules_are_written_once_per_policy() -> None:
+    text = cfg([f.route(f"r{i}") for i in range(50)])
+    assert text.count("http-request add-header Forwarded") == 2  # append and if-none sections
+    assert text.count("backend be_http:") == 50
+    assert text.count(" from fwd_append\n") == 50
 
 
 def test_global_frontends_stats_and_errorfiles() -> None:

