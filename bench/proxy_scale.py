@@ -39,6 +39,10 @@ from shiftnet.proxy.changes import ProxyChanges  # noqa: E402
 from shiftnet.proxy.kernel import KernelConfig, KernelProxier  # noqa: E402
 
 ENDPOINTS = 10
+# user space: the proxy under test (ours, or HAProxy with one thread) on CPU 0; the load
+# generator and the backend on the other CPU, so both proxies get the same single core
+PIN_PROXY = ["taskset", "-c", "0"] if (os.cpu_count() or 1) >= 2 else []
+PIN_LOAD = ["taskset", "-c", "1"] if (os.cpu_count() or 1) >= 2 else []
 
 
 def vip(i: int) -> str:
@@ -161,7 +165,7 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def kernel_bench(sizes: list[int]) -> list[dict]:
+def kernel_bench(sizes: list[int], modes: list[str]) -> list[dict]:
     results = []
     topo = Topology(backends=1).create()
     try:
@@ -171,6 +175,7 @@ def kernel_bench(sizes: list[int]) -> list[dict]:
         cases += [("iptables", n, "legacy") for n in sizes]
         # iptables-nft needs ~40 s for 1,000 services here; 10,000 would take most of an hour
         cases += [("iptables", n, "nft") for n in sizes if n <= 1000]
+        cases = [c for c in cases if (c[0] if c[0] == "nftables" else f"ipt-{c[2]}") in modes]
         for mode, n, backend in cases:
             print(f"  kernel {mode}/{backend} {n} services ...", file=sys.stderr, flush=True)
             results.append(asyncio.run(kernel_case(mode, n, topo, real, backend)))
@@ -201,7 +206,18 @@ def wait_port(host: str, port: int, timeout: float = 15) -> None:
 
 def wrk(url: str, seconds: int, connections: int) -> dict:
     out = subprocess.run(
-        ["wrk", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "--latency", url],
+        [
+            *PIN_LOAD,
+            "wrk",
+            "-t",
+            "1",
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--latency",
+            url,
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -226,9 +242,12 @@ def userspace_bench(seconds: int, connections: int) -> dict:
             f"worker_processes 1; daemon off; pid {work}/nginx.pid; error_log stderr error;\n"
             "events { worker_connections 4096; }\n"
             "http { access_log off; keepalive_requests 1000000;\n"
-            f"  server {{ listen 127.0.0.1:{backend_port}; location / {{ return 200 'ok'; }} }} }}\n"
+            f"  server {{ listen 127.0.0.1:{backend_port};\n"
+            "    location / { return 200 'ok'; } } }\n"
         )
-        procs.append(subprocess.Popen(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work)]))
+        procs.append(
+            subprocess.Popen([*PIN_LOAD, "nginx", "-c", str(work / "nginx.conf"), "-p", str(work)])
+        )
         wait_port("127.0.0.1", backend_port)
 
         haproxy_ports = {}
@@ -242,7 +261,8 @@ def userspace_bench(seconds: int, connections: int) -> dict:
                 f"listen svc\n  bind 127.0.0.1:{port}\n  balance roundrobin\n"
                 f"  server b1 127.0.0.1:{backend_port}\n"
             )
-            procs.append(subprocess.Popen(["haproxy", "-f", str(cfg)]))
+            pin = PIN_PROXY if threads == 1 else []
+            procs.append(subprocess.Popen([*pin, "haproxy", "-f", str(cfg)]))
             wait_port("127.0.0.1", port)
 
         store = f"sqlite:///{work}/state.db"
@@ -252,6 +272,7 @@ def userspace_bench(seconds: int, connections: int) -> dict:
         procs.append(
             subprocess.Popen(
                 [
+                    *PIN_PROXY,
                     sys.executable,
                     "-m",
                     "shiftnet.cli.main",
@@ -328,12 +349,17 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 services, 3 s wrk runs")
     ap.add_argument("--json", default="bench/results/proxy_scale.json")
     ap.add_argument("--skip-kernel", action="store_true")
+    ap.add_argument(
+        "--modes",
+        default="nftables,ipt-legacy,ipt-nft",
+        help="kernel cases to run (comma-separated; ipt-nft runs only up to 1,000 services)",
+    )
     ap.add_argument("--skip-userspace", action="store_true")
     args = ap.parse_args()
     sizes = [100, 1000] if args.quick else [1000, 10000]
     out: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()} cpus"}
     if not args.skip_kernel:
-        out["kernel"] = kernel_bench(sizes)
+        out["kernel"] = kernel_bench(sizes, args.modes.split(","))
     if not args.skip_userspace:
         out["userspace"] = userspace_bench(3 if args.quick else 10, 50)
     print_table(out)
@@ -370,7 +396,10 @@ def print_table(out: dict) -> None:
             )
     if "userspace" in out:
         u = out["userspace"]
-        print("\nuser space: wrk -t1 -c50, HTTP 'ok' from nginx")
+        print(
+            "\nuser space: wrk -t1 -c50 keep-alive, HTTP 'ok' from nginx; proxy on CPU 0, "
+            "wrk + nginx on CPU 1 (HAProxy 2 threads: unpinned)"
+        )
         print(f"{'path':<22} {'req/s':>10} {'p99 ms':>8}")
         for label in ("direct", "haproxy_tcp", "haproxy_tcp_2threads", "userspace"):
             print(f"{label:<22} {u[label]['rps']:>10.0f} {u[label]['p99_ms']:>8.2f}")

@@ -53,12 +53,14 @@ def nft_value(kind: str, value: object) -> str:
     kinds: ``ipv4``, ``cidr``, ``port``, ``proto``, ``timeout``, ``comment``
     (rendered quoted), ``name`` (a table name from configuration).
     """
-    text = str(value)
-    if kind == "ipv4":
-        ip = canonical_ipv4(text)
+    if kind == "ipv4":  # hot path: 110,000 calls for 10,000 services
+        ip = canonical_ipv4(value) if type(value) is str else None
         if ip is None:
-            raise InvalidInput(f"nftables: {text!r} is not an IPv4 address")
+            raise InvalidInput(f"nftables: {value!r} is not an IPv4 address")
         return ip
+    if kind == "port" and type(value) is int and 0 < value < 65536:
+        return str(value)
+    text = str(value)
     if kind == "cidr":
         try:
             return str(ipaddress.IPv4Network(text, strict=False))
@@ -153,8 +155,6 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
         return NftService(NO_ENDPOINTS_MAP, f"{key} : goto reject-service")
     n = len(entry.backends)
     targets = [f"{nft_value('ipv4', b.ip)} . {nft_value('port', b.port)}" for b in entry.backends]
-    comment = f"comment {nft_value('comment', str(entry.id))}"
-    svc = f"svc-{service_hash(entry)}"
     if not entry.affinity:
         proto = nft_value("proto", entry.protocol)
         vip = f"{nft_value('ipv4', entry.cluster_ip)} . {nft_value('port', entry.port)}"
@@ -163,8 +163,12 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
         if config.spread == "random":
             element = f"{key} : goto spread-{n}"
             return NftService(SERVICE_MAP, element, emap, elements, spread=n)
+        comment = f"comment {nft_value('comment', str(entry.id))}"
+        svc = f"svc-{service_hash(entry)}"
         rules = (comment, *_masquerade_rule(config), *_dnat_by_index("inc", n))
         return NftService(SERVICE_MAP, f"{key} : goto {svc}", emap, elements, {svc: rules})
+    comment = f"comment {nft_value('comment', str(entry.id))}"
+    svc = f"svc-{service_hash(entry)}"
     chains: dict[str, tuple[str, ...]] = {}
     sets: dict[str, str] = {}
     svc_rules: list[str] = [comment, *_masquerade_rule(config)]
