@@ -355,3 +355,26 @@ async def test_pod_names_that_are_not_file_names_are_refused(node: NodeHarness) 
     # The agent keeps working for everyone else.
     await node.client.create(script_pod("fine", "import time; time.sleep(60)"))
     await node.wait_ready("fine")
+
+
+async def test_metrics_count_starts_exits_and_probes(node: NodeHarness) -> None:
+    from shiftnet.sdn.metrics import REGISTRY
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    starts = value("shiftnet_node_container_starts_total")
+    errors = value("shiftnet_node_container_exits_total", reason="Error")
+    probes = value("shiftnet_node_readiness_probes_total", kind="httpGet", result="success")
+    await node.client.create(server_pod("m"))
+    await node.client.create(script_pod("dies", "raise SystemExit(2)", restart_policy="Never"))
+    await node.wait_ready("m")
+    await node.wait_pod("dies", lambda p: p.status.phase == "Failed")
+    assert value("shiftnet_node_container_starts_total") >= starts + 2
+    assert value("shiftnet_node_container_exits_total", reason="Error") >= errors + 1
+    assert (
+        value("shiftnet_node_readiness_probes_total", kind="httpGet", result="success")
+        >= probes + 1
+    )
+    assert value("shiftnet_node_pod_status_writes_total") > 0
+    assert value("shiftnet_node_pods") >= 2

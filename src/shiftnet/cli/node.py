@@ -36,6 +36,11 @@ def register(subparsers: Any) -> None:
         "--heartbeat", type=float, default=10.0, metavar="SECONDS", help="Node status period"
     )
     p.add_argument(
+        "--metrics-listen",
+        metavar="ADDR:PORT",
+        help="serve Prometheus metrics here (default: off)",
+    )
+    p.add_argument(
         "-l",
         "--label",
         action="append",
@@ -65,17 +70,33 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     )
 
 
+def metrics_address(text: str) -> tuple[str, int]:
+    from shiftnet.errors import ConfigError
+
+    host, _, port = text.rpartition(":")
+    number = int(port) if port.isdigit() else -1
+    if not 0 < number < 65536:
+        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
+    return host or "127.0.0.1", number
+
+
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    metrics_at = metrics_address(args.metrics_listen) if args.metrics_listen else None
 
     async def go() -> int:
+        from prometheus_client import start_http_server
+
         from shiftnet.sdn.agent import NodeAgent
+        from shiftnet.sdn.metrics import REGISTRY
         from shiftnet.store import open_store
 
         config.state_dir.mkdir(parents=True, exist_ok=True)
         store = open_store(args.store)
         agent = NodeAgent(store, config)
         try:
+            if metrics_at is not None:
+                start_http_server(metrics_at[1], addr=metrics_at[0], registry=REGISTRY)
             await agent.start()
             print(f"node {config.node_name} registered; waiting for its HostSubnet", flush=True)
             subnet = await agent.wait_for_subnet()

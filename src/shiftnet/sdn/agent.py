@@ -30,6 +30,7 @@ from shiftnet.errors import (
 from shiftnet.informer import Informers
 from shiftnet.ipam import IPRange
 from shiftnet.runner import CoalescingRunner
+from shiftnet.sdn import metrics
 from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.local import network_for
 from shiftnet.sdn.pidfiles import ContainerRecord, read_record
@@ -287,6 +288,12 @@ class NodeAgent:
     async def _sync_once(self) -> None:
         if self.ips is None or self.subnet is None:
             return
+        with metrics.SYNC_SECONDS.time():
+            await self._reconcile()
+        metrics.PODS_RUNNING.set(len(self.runners))
+        metrics.POD_IPS_FREE.set(self.ips.free)
+
+    async def _reconcile(self) -> None:
         wanted = self._my_pods()
         # Adopt only into pods whose uid and spec are unchanged; reap the rest.
         adopt_uids = {
@@ -403,7 +410,8 @@ class NodeAgent:
 
             async with gate:
                 try:
-                    await self.client.mutate(Pod, pod.namespace, pod.name, put)
+                    if await self.client.mutate(Pod, pod.namespace, pod.name, put) is not None:
+                        metrics.STATUS_WRITES.inc()
                 except InvalidObject as err:  # retrying cannot help; the next change may
                     log.warning(
                         "pod status refused pod=%s/%s error=%s", pod.namespace, pod.name, err

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from shiftnet.api import Container
 from shiftnet.api.core import ContainerStatus
+from shiftnet.sdn import metrics
 from shiftnet.sdn.environment import container_argv, container_env
 from shiftnet.sdn.pidfiles import ContainerRecord, remove_record, write_record
 from shiftnet.sdn.probes import ProbeTracker, run_probe
@@ -187,6 +188,7 @@ class ContainerRunner:
                         "finishedAt": now_rfc3339(),
                     }
                 }
+                metrics.CONTAINER_EXITS.labels(self.state["terminated"]["reason"]).inc()
                 log.info(
                     "container exited pod=%s/%s container=%s exit_code=%d ran_for=%.1fs",
                     self.ctx.namespace,
@@ -264,6 +266,7 @@ class ContainerRunner:
             with contextlib.suppress(OSError), open(self.log_path, "a") as f:
                 f.write(f"shiftnet: {message}\n")
             self.exit_code = START_ERROR_EXIT
+            metrics.CONTAINER_EXITS.labels("StartError").inc()
             self.state = {
                 "terminated": {
                     "exitCode": START_ERROR_EXIT,
@@ -273,6 +276,7 @@ class ContainerRunner:
             }
             return None
         started_at = now_rfc3339()
+        metrics.CONTAINER_STARTS.inc()
         self.process = proc
         self.started_once = True
         self.state = {"running": {"startedAt": started_at}}
@@ -317,10 +321,14 @@ class ContainerRunner:
             self._changed()
             return
         tracker = ProbeTracker(probe)
+        kind = metrics.probe_kind(
+            probe.tcp_socket is not None, probe.http_get is not None, probe.exec_ is not None
+        )
         await asyncio.sleep(max(probe.initial_delay_seconds, 0))
         period = float(max(probe.period_seconds, 1))
         while True:
             result = await run_probe(probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd)
+            metrics.PROBES.labels(kind, "success" if result.ok else "failure").inc()
             if tracker.record(result):
                 self.ready = tracker.ready
                 log.info(
