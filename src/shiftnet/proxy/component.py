@@ -1,12 +1,14 @@
 """The proxy as a `shiftnet up` component (name, start, stop, summary).
 
-The mode comes from SHIFTNET_PROXY_MODE (``shiftnet up --proxy-mode`` sets
-it); local mode defaults to user space, whose ClusterIPs are loopback
-addresses the proxy binds directly.
+Mode: ``ClusterConfig.extra["proxy_mode"]`` (what ``shiftnet up --proxy-mode``
+sets), else SHIFTNET_PROXY_MODE, else by network mode: user space in local
+mode (ClusterIPs are loopback addresses the proxy binds directly), nftables
+in SDN mode (ClusterIPs are not local addresses there).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from shiftnet.proxy.service import ProxyConfig, ServiceProxy
@@ -16,7 +18,10 @@ class ProxyComponent:
     name = "proxy"
 
     def __init__(self, cluster: Any) -> None:
-        self.config = ProxyConfig.from_env()
+        cfg = cluster.config
+        default = "userspace" if getattr(cfg, "network", "local") == "local" else "nftables"
+        mode = cfg.extra.get("proxy_mode") or os.environ.get("SHIFTNET_PROXY_MODE") or default
+        self.config = ProxyConfig.from_env(mode=mode)
         self.proxy = ServiceProxy(cluster.require_store(), self.config)
 
     async def start(self) -> None:
@@ -26,4 +31,6 @@ class ProxyComponent:
         await self.proxy.stop()
 
     def summary(self) -> str:
-        return f"{self.config.mode} mode, {len(self.proxy.table.entries)} service ports"
+        entries = self.proxy.table.entries
+        bound = len(self.proxy.userspace.services) if self.proxy.userspace else len(entries)
+        return f"{self.config.mode} mode, {bound} of {len(entries)} service ports served"
