@@ -125,3 +125,27 @@ def test_server_commands_order() -> None:
         "set server b/s0 state ready",
     ]
     assert server_commands(new, old)[0] == "set server b/s0 state maint"
+
+
+def test_slot_commands_only_for_server_slot_changes() -> None:
+    from shiftnet.router.haproxy.driver import slot_commands
+
+    old = (
+        "frontend f\n  bind :1\nbackend b\n  balance roundrobin\n"
+        "  server s0 127.0.0.1:1 cookie c0 check weight 0 disabled\n"
+        "  server s1 127.10.0.2:80 cookie c1 check weight 256\n"
+    )
+    new = old.replace(
+        "127.0.0.1:1 cookie c0 check weight 0 disabled", "127.10.0.3:81 cookie c0 check weight 5"
+    )
+    assert slot_commands(old, old) == []
+    assert slot_commands(old, new) == [
+        "set server b/s0 addr 127.10.0.3 port 81",
+        "set server b/s0 weight 5",
+        "set server b/s0 state ready",
+    ]
+    assert slot_commands(old, new.replace("cookie c0", "cookie zz")) is None  # other option
+    assert slot_commands(old, new.replace("roundrobin", "leastconn")) is None  # not a server
+    assert slot_commands(old, new + "  server s2 127.0.0.1:1 weight 0 disabled\n") is None
+    frontend = "frontend f\n  server s0 127.0.0.1:1\n"
+    assert slot_commands(frontend, frontend.replace(":1", ":2")) is None
