@@ -145,3 +145,24 @@ def test_bad_router_flag_is_one_sentence(home: Path, tmp_path: Path) -> None:
     res = sn.run("router", "--metrics-listen=nowhere")
     assert res.returncode == 1
     assert "--metrics-listen" in one_error_line(res.stderr)
+
+
+def test_unusable_first_configuration_fails_with_the_reason(home: Path, tmp_path: Path) -> None:
+    sn = Shiftnet(f"sqlite://{tmp_path}/state.db", home)
+    bad = tmp_path / "bad-503.http"
+    bad.write_text("this is not an HTTP response\n")
+    res = sn.run(
+        "router",
+        f"--http-port={free_port()}",
+        f"--https-port={free_port()}",
+        "--stats-port=0",
+        "--bind-address=127.0.0.1",
+        f"--errorfile-503={bad}",
+    )
+    assert res.returncode == 1
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "bad-503.http" in last, res.stderr
+    assert "Traceback" not in res.stderr
+    from tests.support.router import haproxy_pids_using
+
+    assert haproxy_pids_using(home) == set()

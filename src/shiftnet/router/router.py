@@ -35,7 +35,7 @@ from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
 from shiftnet.router.haproxy.driver import HAProxyDriver
-from shiftnet.router.haproxy.process import fit_limits, log_limits_once
+from shiftnet.router.haproxy.process import HAProxyError, fit_limits, log_limits_once
 from shiftnet.router.haproxy.render import RenderPaths, render
 from shiftnet.router.haproxy.runtime import RuntimeAPIError
 from shiftnet.router.model import build_model
@@ -101,6 +101,13 @@ class Router:
         await self.driver.start()
         await self.informers.start()
         await self.sync_now()
+        if self.driver.last_error is not None and not self.driver.process.alive():
+            # Nothing is serving and the first configuration was refused: say why.
+            error = self.driver.last_error
+            await self.stop()
+            if isinstance(error, ShiftnetError):
+                raise error
+            raise HAProxyError(str(error))
         await self._runner.start()
         self._stats_task = asyncio.get_running_loop().create_task(
             self._poll_stats(), name="router-stats"
