@@ -181,3 +181,39 @@ def test_unreachable_store_is_one_sentence(tmp_path: Path) -> None:
 def test_debug_shows_the_traceback(sn: Shiftnet) -> None:
     res = sn.run("--debug", "get", "rout")
     assert res.returncode != 0 and "Traceback" in res.stderr
+
+
+CLUSTER_NETWORK = """\
+apiVersion: network.openshift.io/v1
+kind: ClusterNetwork
+metadata:
+  name: default
+network: 127.10.0.0/16
+hostsubnetlength: 8
+serviceNetwork: 127.30.0.0/16
+"""
+
+
+def service_at(name: str, ip: str) -> str:
+    return SERVICE.replace("name: web", f"name: {name}").replace(
+        "spec:\n", f"spec:\n  clusterIP: {ip}\n"
+    )
+
+
+def test_cluster_ip_requests_are_checked_before_writing(sn: Shiftnet, tmp_path: Path) -> None:
+    sn.ok("apply", "-f", "-", input=CLUSTER_NETWORK)
+    sn.ok("apply", "-f", "-", input=service_at("first", "127.30.0.10"))
+    taken = write(tmp_path, "taken.yaml", ROUTE + "---\n" + service_at("second", "127.30.0.10"))
+    msg = refused(sn, "apply", "-f", taken)
+    assert "provided IP is already allocated" in msg and "taken.yaml" in msg
+    outside = write(tmp_path, "outside.yaml", service_at("third", "127.31.0.1"))
+    assert "not in the valid range" in refused(sn, "apply", "-f", outside)
+    # two Services of one apply asking for the same address: refused before either is written
+    pair = write(
+        tmp_path,
+        "pair.yaml",
+        service_at("a", "127.30.0.20") + "---\n" + service_at("b", "127.30.0.20"),
+    )
+    assert "provided IP is already allocated" in refused(sn, "apply", "-f", pair)
+    # re-applying the holder itself is fine
+    assert "unchanged" in sn.ok("apply", "-f", "-", input=service_at("first", "127.30.0.10"))

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shiftnet.api import Resource
+from shiftnet.api import ClusterNetwork, Resource, Service
 from shiftnet.cli.manifests import Document
 from shiftnet.client import Client
 from shiftnet.errors import (
@@ -26,6 +26,7 @@ from shiftnet.errors import (
     ShiftnetError,
     StoreUnavailable,
 )
+from shiftnet.master.clusterip import ClusterIPAllocator
 
 Action = Literal["created", "configured", "unchanged"]
 
@@ -152,14 +153,38 @@ async def apply_object(client: Client, wanted: Resource, attempts: int = 10) -> 
     )
 
 
+class ServiceIPCheck:
+    """Refuse, before anything is written, a Service whose ClusterIP request the master
+    would reject (taken, out of range, a change of the one it holds, range full); Services
+    earlier in the same apply count as taken."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.network: str | None = None
+        self.known: list[Service] | None = None
+
+    async def check(self, svc: Service) -> None:
+        if self.known is None:
+            cn = await self.client.try_get(ClusterNetwork, None, "default")
+            self.network = cn.service_network if cn is not None else None
+            self.known = await self.client.list(Service) if self.network else []
+        if not self.network:
+            return  # no master has run yet: it will report what it cannot honour
+        ClusterIPAllocator.check_request(svc, self.known, self.network)
+        self.known = [s for s in self.known if s.key != svc.key] + [svc]
+
+
 async def apply_documents(
     client: Client, docs: Sequence[Document], objects: Sequence[Resource]
 ) -> AsyncIterator[tuple[Document, Applied]]:
     """``apply`` of decoded manifests: check every pinned resourceVersion first, then
     create/update each in order, yielding as it goes. Errors name the document."""
+    services = ServiceIPCheck(client)
     for doc, obj in zip(docs, objects, strict=True):
         try:
             await check_version(client, obj)
+            if isinstance(obj, Service):
+                await services.check(obj)
         except StoreUnavailable:
             raise
         except ShiftnetError as err:
