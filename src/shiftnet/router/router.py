@@ -85,7 +85,8 @@ class Router:
         self.model: Any = None
         self.skipped: dict[tuple[str, str], str] = {}
         self.syncs = 0
-        self._status_seen: set[tuple[str, str]] = set()
+        # route -> (resourceVersion, entry) known to be stored: skips re-checking 10k routes
+        self._status_seen: dict[tuple[str, str], tuple[str | None, RouteIngress]] = {}
 
     # -------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -208,14 +209,23 @@ class Router:
 
     async def _write_statuses(self, result: AdmissionResult) -> None:
         ns_by_name = {n.metadata.name: n for n in self.namespaces.list()}
-        for route in self.routes.list():
+        routes = self.routes.list()
+        for gone in set(self._status_seen) - {route_key(r) for r in routes}:
+            del self._status_seen[gone]
+        for route in routes:
             key = route_key(route)
             decision = result.decisions.get(key)
             try:
                 if decision is not None and decision.ingress is not None:
                     desired = self._desired_entry(key, decision.ingress)
+                    seen = self._status_seen.get(key)
+                    version = route.metadata.resource_version
+                    if seen is not None and seen[0] == version and seen[1] == desired:
+                        continue  # this very route version already carries this entry
                     if needs_write(route, desired):
                         await write_status(self.client, route, desired)
+                    else:
+                        self._status_seen[key] = (version, desired)
                 elif (
                     not route.metadata.deletion_timestamp
                     and not in_shard(
