@@ -149,3 +149,16 @@ def test_slot_commands_only_for_server_slot_changes() -> None:
     assert slot_commands(old, new + "  server s2 127.0.0.1:1 weight 0 disabled\n") is None
     frontend = "frontend f\n  server s0 127.0.0.1:1\n"
     assert slot_commands(frontend, frontend.replace(":1", ":2")) is None
+
+
+def test_map_commands() -> None:
+    from shiftnet.router.haproxy.driver import map_commands
+
+    old = b"a.example.com/ be_a\nb.example.com/ be_b\n"
+    new = b"b.example.com/ be_c\nc.example.com/x be_c\n"
+    assert map_commands("os_http_prefix.map", old, new) == [
+        "del map os_http_prefix.map a.example.com/",
+        "set map os_http_prefix.map b.example.com/ be_c",
+        "add map os_http_prefix.map c.example.com/x be_c",
+    ]
+    assert map_commands("m.map", old, old) == []

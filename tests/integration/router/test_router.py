@@ -436,3 +436,27 @@ async def test_metrics_and_describe(router_env: RouterEnv) -> None:
         assert "m-1" in text or pods[0].ip in text
         assert pods[1].ip in text and "UP" in text
         assert Endpoints  # the kinds used above are the API's own
+
+
+async def test_route_host_and_path_change_without_reload(router_env: RouterEnv) -> None:
+    env = router_env
+    with backends("mv-1") as pods:
+        await serve(env, "demo", "mv", pods, host="old.example.com", path="/a")
+        await env.eventually(
+            lambda: _when(env.get("old.example.com", "/a/x"), lambda r: r.status == 200)
+        )
+        await env.router.sync_now()
+        reloads = env.router.driver.reloads
+        master_reloads = (await env.router.driver.process.wait_status(5)).reloads
+        await env.apply(route("demo", "mv", "new.example.com", "mv", path="/b"))
+        r = await env.eventually(
+            lambda: _when(env.get("new.example.com", "/b/y"), lambda r: r.status == 200)
+        )
+        assert r.backend == "mv-1"
+        assert (await env.get("old.example.com", "/a/x")).status == 503
+        assert (await env.get("new.example.com", "/a")).status == 503
+        assert env.router.driver.reloads == reloads
+        assert (await env.router.driver.process.wait_status(5)).reloads == master_reloads
+        # The files on disk say the same as the running HAProxy.
+        exact = (env.work_dir / "conf" / "os_http_exact.map").read_text()
+        assert "new.example.com/b" in exact and "old.example.com" not in exact

@@ -178,6 +178,33 @@ def slot_commands(old_text: str, new_text: str) -> list[str] | None:
     return server_commands(ParsedConfig("", "", old_slots), ParsedConfig("", "", new_slots))
 
 
+def _map_entries(data: bytes) -> dict[str, str]:
+    entries: dict[str, str] = {}
+    for line in data.decode().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, _, value = line.strip().partition(" ")
+        entries[key] = value.strip()
+    return entries
+
+
+def map_commands(map_ref: str, old: bytes, new: bytes) -> list[str]:
+    """``del map``/``set map``/``add map`` commands turning one map file's entries into another's.
+
+    The maps the renderer writes are looked up by exact match or longest
+    prefix (trees), so entry order does not matter and a runtime edit is
+    equivalent to loading the new file.
+    """
+    before, after = _map_entries(old), _map_entries(new)
+    cmds = [RuntimeAPI.del_map_cmd(map_ref, k) for k in sorted(set(before) - set(after))]
+    for key in sorted(after):
+        if key not in before:
+            cmds.append(RuntimeAPI.add_map_cmd(map_ref, key, after[key]))
+        elif before[key] != after[key]:
+            cmds.append(RuntimeAPI.set_map_cmd(map_ref, key, after[key]))
+    return cmds
+
+
 def _without_server_lines(text: str) -> list[str]:
     return [ln for ln in text.split("\n") if not ln.lstrip().startswith("server ")]
 
@@ -251,16 +278,26 @@ class HAProxyDriver:
         assert running is not None
         if files == running:
             return True
-        if set(files) != set(running) or any(
-            files[n] != running[n] for n in files if n != CONFIG_NAME
-        ):
+        if set(files) != set(running):
             return False
-        old_text, new_text = running[CONFIG_NAME].decode(), files[CONFIG_NAME].decode()
-        cmds = slot_commands(old_text, new_text)
-        if cmds is None:
-            if _without_server_lines(old_text) == _without_server_lines(new_text):
-                self._fallback("server-slots")
-            return False
+        changed = sorted(n for n in files if files[n] != running[n])
+        if any(n != CONFIG_NAME and not n.endswith(".map") for n in changed):
+            return False  # certificates, crt-list, error pages: reload
+        cmds: list[str] = []
+        if CONFIG_NAME in changed:
+            old_text, new_text = running[CONFIG_NAME].decode(), files[CONFIG_NAME].decode()
+            slots = slot_commands(old_text, new_text)
+            if slots is None:
+                if _without_server_lines(old_text) == _without_server_lines(new_text):
+                    self._fallback("server-slots")
+                return False
+            cmds += slots
+        try:
+            for name in changed:
+                if name != CONFIG_NAME:
+                    cmds += map_commands(name, running[name], files[name])
+        except RuntimeAPIError:
+            return False  # a key or value the CLI cannot carry: reload
         if not self.process.alive():
             return False
         try:
@@ -273,7 +310,7 @@ class HAProxyDriver:
         self._running = dict(files)
         self.runtime_applies += 1
         metrics.RUNTIME_UPDATES.inc()
-        log.info("haproxy servers updated without reload commands=%d", len(cmds))
+        log.info("haproxy updated without reload commands=%d", len(cmds))
         return True
 
     def _fallback(self, reason: str) -> None:
