@@ -26,9 +26,11 @@ from __future__ import annotations
 import functools
 import gc
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from shiftnet.api import Endpoints, Route, Service
 from shiftnet.router.admission import AdmissionResult, RouteKey, route_key
@@ -52,8 +54,7 @@ PoolKey = tuple[str, str]  # (namespace, service)
 TargetPort = int | str | None
 
 
-@dataclass(frozen=True, order=True)
-class PoolMember:
+class PoolMember(NamedTuple):
     """One ready endpoint address on one port of a Service's Endpoints."""
 
     ip: str
@@ -80,8 +81,7 @@ class Pool:
         return pool_name(self.namespace, self.service)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """What a request must carry to reach a policy: host (lowercase) and path prefix."""
 
     host: str
@@ -94,8 +94,7 @@ class Rule:
         return self.host.split(".", 1)[1] if "." in self.host else ""
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """One weighted backend of a route (``spec.to`` or an alternate backend)."""
 
     pool: str
@@ -104,8 +103,7 @@ class Target:
     members: int  # members of the pool after resolving the route's target port
 
 
-@dataclass(frozen=True)
-class Server:
+class Server(NamedTuple):
     """One pod address the policy's backend sends traffic to, with its HAProxy weight."""
 
     ip: str
@@ -195,9 +193,16 @@ def pool_name(namespace: str, service: str) -> str:
 # ------------------------------------------------------------------ pools
 
 
+_IPV4_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_CANONICAL_IPV4_RE = re.compile(rf"{_IPV4_OCTET}(?:\.{_IPV4_OCTET}){{3}}")
+
+
 @functools.lru_cache(maxsize=131072)
 def _ip(text: str) -> tuple[str, int, int] | None:
     """``(canonical text, version, integer)`` of an address, None when it is not one."""
+    if _CANONICAL_IPV4_RE.fullmatch(text):  # the common case, without ipaddress's cost
+        a, b, c, d = (int(x) for x in text.split("."))
+        return text, 4, (a << 24) | (b << 16) | (c << 8) | d
     try:
         addr = ipaddress.ip_address(text)
     except ValueError:
