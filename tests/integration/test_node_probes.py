@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from tests.support.node import NodeHarness, script_pod, server_pod
 
+from shiftnet.api import Probe
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
@@ -104,3 +106,28 @@ async def test_pod_without_probe_is_ready_once_running(node: NodeHarness) -> Non
     p = await node.wait_ready("plain")
     assert p.status.container_statuses[0].ready
     assert "running" in p.status.container_statuses[0].state
+
+
+async def test_liveness_failure_restarts_the_container(node: NodeHarness, tmp_path: Path) -> None:
+    flag = tmp_path / "alive"
+    flag.touch()
+    check = f"import os,sys; sys.exit(0 if os.path.exists({str(flag)!r}) else 1)"
+    pod = script_pod("live", "import time; time.sleep(300)", grace=1)
+    pod.spec.containers[0].liveness_probe = Probe.model_validate(
+        {
+            "exec": {"command": [sys.executable, "-c", check]},
+            "periodSeconds": 1,
+            "failureThreshold": 2,
+        }
+    )
+    await node.client.create(pod)
+    await node.wait_ready("live")
+    [pid] = node.pids("live")
+    await asyncio.sleep(1.5)
+    assert node.pids("live") == [pid], "a passing liveness probe leaves the container alone"
+    flag.unlink()
+    await node.wait_pod("live", lambda p: p.status.container_statuses[0].restart_count >= 1)
+    flag.touch()  # the restarted container passes again and stays
+    p = await node.wait_ready("live")
+    assert p.status.container_statuses[0].restart_count >= 1
+    assert node.pids("live") and node.pids("live") != [pid]

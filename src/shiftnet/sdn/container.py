@@ -64,6 +64,7 @@ class PodContext:
     pod_dir: Path  # pid files
     log_dir: Path  # <container>.log
     spec_hash: str
+    grace: float  # terminationGracePeriodSeconds
     backoff_initial: float
     backoff_max: float
     backoff_reset: float
@@ -315,6 +316,36 @@ class ContainerRunner:
                 await task
 
     async def _probe_loop(self) -> None:
+        await asyncio.gather(self._readiness_loop(), self._liveness_loop())
+
+    async def _liveness_loop(self) -> None:
+        """A container failing ``failureThreshold`` liveness probes in a row is stopped
+        (SIGTERM, SIGKILL after the grace period) and restarted by its policy."""
+        probe = self.container.liveness_probe
+        proc = self.process
+        if probe is None or proc is None:
+            return
+        failures = 0
+        threshold = max(probe.failure_threshold, 1)
+        await asyncio.sleep(max(probe.initial_delay_seconds, 0))
+        period = float(max(probe.period_seconds, 1))
+        while True:
+            result = await run_probe(probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd)
+            failures = 0 if result.ok else failures + 1
+            if failures >= threshold:
+                log.warning(
+                    "liveness probe failed, restarting pod=%s/%s container=%s message=%s",
+                    self.ctx.namespace,
+                    self.ctx.name,
+                    self.name,
+                    result.message,
+                )
+                metrics.LIVENESS_KILLS.inc()
+                await proc.terminate(self.ctx.grace)
+                return
+            await asyncio.sleep(period)
+
+    async def _readiness_loop(self) -> None:
         probe = self.container.readiness_probe
         if probe is None:
             self.ready = True

@@ -38,6 +38,11 @@ PROBES = Counter(
     ["kind", "result"],
     registry=REGISTRY,
 )
+LIVENESS_KILLS = Counter(
+    "shiftnet_node_liveness_restarts",
+    "Containers stopped because their liveness probe failed failureThreshold times.",
+    registry=REGISTRY,
+)
 STATUS_WRITES = Counter(
     "shiftnet_node_pod_status_writes",
     "Pod status updates written to the store.",

@@ -119,6 +119,7 @@ class PodRunner:
                 pod_dir=self.pod_dir,
                 log_dir=log_dir(config.node_dir, self.namespace, self.name),
                 spec_hash=self.spec_hash,
+                grace=self.grace,
                 backoff_initial=config.backoff_initial,
                 backoff_max=config.backoff_max,
                 backoff_reset=config.backoff_reset,
