@@ -35,9 +35,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--headless-empty",
         choices=("nodata", "nxdomain"),
-        default="nodata",
-        help="answer for a headless service without ready endpoints: nodata (the Kubernetes "
-        "DNS specification) or nxdomain (CoreDNS)",
+        default="nxdomain",
+        help="answer for a headless service without ready endpoints: nxdomain (CoreDNS, the "
+        "default) or nodata (the Kubernetes DNS specification)",
     )
     p.set_defaults(func=run_server)
     sub = p.add_subparsers(dest="dns_command", metavar="[resolv-conf NAMESPACE]")
@@ -71,7 +71,7 @@ def _config(args: argparse.Namespace) -> DNSConfig:
         domain=getattr(args, "domain", None),
         ttl=getattr(args, "ttl", None),
         upstreams=getattr(args, "upstream", []),
-        headless_empty_nxdomain=getattr(args, "headless_empty", "nodata") == "nxdomain",
+        headless_empty_nxdomain=getattr(args, "headless_empty", "nxdomain") == "nxdomain",
     )
 
 

@@ -43,7 +43,7 @@ class DNSConfig:
     domain: str = DEFAULT_DOMAIN
     ttl: int = DEFAULT_TTL
     upstreams: tuple[tuple[str, int], ...] = ()
-    headless_empty_nxdomain: bool = False
+    headless_empty_nxdomain: bool = True  # issue 7 and CoreDNS; the spec says NODATA
     max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
     upstream_timeout: float = 2.0
     tcp_idle_timeout: float = 10.0
@@ -71,7 +71,7 @@ class DNSConfig:
         domain: str | None = None,
         ttl: int | None = None,
         upstreams: Sequence[str] = (),
-        headless_empty_nxdomain: bool = False,
+        headless_empty_nxdomain: bool = True,
         env: Mapping[str, str] | None = None,
     ) -> DNSConfig:
         """Flags win over ``SHIFTNET_DNS_*`` environment variables, which win over defaults."""

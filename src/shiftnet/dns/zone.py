@@ -59,7 +59,7 @@ class ZoneConfig:
     domain: str = "cluster.local"
     ttl: int = 5
     nameservers: tuple[str, ...] = ()  # A/AAAA of ns.dns.<zone>, the server's own address
-    headless_empty_nxdomain: bool = False  # spec says NODATA; CoreDNS says NXDOMAIN
+    headless_empty_nxdomain: bool = True  # CoreDNS and issue 7; the spec says NODATA
 
 
 @dataclass(frozen=True)

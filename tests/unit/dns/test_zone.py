@@ -211,14 +211,15 @@ def test_headless_publish_not_ready_addresses() -> None:
     assert len(res.answer[0]) == 3
 
 
-def test_headless_without_ready_endpoints_is_nodata_per_spec() -> None:
-    z = zone(HL, endpoints("db", not_ready=[{"ip": "127.10.0.7"}]))
+def test_headless_without_ready_endpoints_can_be_nodata_per_spec() -> None:
+    spec = ZoneConfig(headless_empty_nxdomain=False)
+    z = zone(HL, endpoints("db", not_ready=[{"ip": "127.10.0.7"}]), config=spec)
     assert_nodata(resolve(z, "db.default.svc.cluster.local.", T.A))
-    assert_nodata(resolve(zone(HL), "db.default.svc.cluster.local.", T.A))
+    assert_nodata(resolve(zone(HL, config=spec), "db.default.svc.cluster.local.", T.A))
 
 
-def test_headless_without_ready_endpoints_can_be_nxdomain_like_coredns() -> None:
-    z = zone(HL, config=ZoneConfig(headless_empty_nxdomain=True))
+def test_headless_without_ready_endpoints_is_nxdomain_by_default_like_coredns() -> None:
+    z = zone(HL)
     assert_nxdomain(resolve(z, "db.default.svc.cluster.local.", T.A))
     # and the namespace node disappears with its only service
     assert_nxdomain(resolve(z, "default.svc.cluster.local.", T.A))
