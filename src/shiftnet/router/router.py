@@ -35,7 +35,7 @@ from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
 from shiftnet.router.haproxy.driver import HAProxyDriver
-from shiftnet.router.haproxy.process import HAProxyError, fit_limits, log_limits_once
+from shiftnet.router.haproxy.process import HAProxyError, fit_limits, log_limits_once, socket_dir
 from shiftnet.router.haproxy.render import RenderPaths, render
 from shiftnet.router.haproxy.runtime import RuntimeAPIError
 from shiftnet.router.model import build_model
@@ -79,6 +79,8 @@ class Router:
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
         )
         self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
+        # Status writes run beside the sync, so 10,000 of them never delay serving a change.
+        self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
         self._stats_task: asyncio.Task[None] | None = None
         self._default_cert: Path | None = None
         self.admission: AdmissionResult | None = None
@@ -110,6 +112,7 @@ class Router:
                 raise error
             raise HAProxyError(str(error))
         await self._runner.start()
+        await self._status_runner.start()
         self._stats_task = asyncio.get_running_loop().create_task(
             self._poll_stats(), name="router-stats"
         )
@@ -128,6 +131,7 @@ class Router:
             await asyncio.gather(self._stats_task, return_exceptions=True)
             self._stats_task = None
         await self._runner.stop()
+        await self._status_runner.stop()
         if self._own_informers:
             await self.informers.stop()
         await self.driver.stop(stop_haproxy=stop_haproxy)
@@ -136,6 +140,7 @@ class Router:
         """Recompute and apply now, and finish any pending reload (tests, start-up)."""
         await self._sync()
         await self.driver.flush()
+        await self._status_runner.flush()
 
     def _on_event(self, event_type: str, old: Any, new: Any) -> None:
         if (
@@ -178,7 +183,7 @@ class Router:
         model = build_model(result, self.endpoints.list(), self.services.list())
         self.model = model
         paths = RenderPaths(
-            run_dir=str(self.work_dir.resolve() / "run"),
+            run_dir=str(socket_dir(self.work_dir)),
             default_certificate=str(self._default_cert),
         )
         rendered = render(model, self.config, paths)
@@ -193,7 +198,11 @@ class Router:
         files, index = self._render(result)
         await self.driver.apply(files)
         self._write_index(index)
-        await self._write_statuses(result)
+        self._status_runner.kick()
+
+    async def _write_latest_statuses(self) -> None:
+        if self.admission is not None:
+            await self._write_statuses(self.admission)
 
     def _write_index(self, index: dict[str, list[str]]) -> None:
         run = self.work_dir / "run"

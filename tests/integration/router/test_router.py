@@ -270,13 +270,19 @@ async def test_zero_failed_requests_through_50_reloads(router_env: RouterEnv) ->
 
         t = threading.Thread(target=client)
         t.start()
+        await env.router.sync_now()
         reloads_before = env.router.driver.reloads
         try:
-            for i in range(50):
+            # One new route per reload (a reload may cover two if they race): go on
+            # until HAProxy has reloaded 50 times under the running client.
+            i = 0
+            while env.router.driver.reloads - reloads_before < 50 and i < 80:
                 await env.apply(route("demo", f"r{i}", f"r{i}.example.com", "steady"))
                 await env.eventually(
                     lambda i=i: _when(env.get(f"r{i}.example.com"), lambda r: r.status == 200)
                 )
+                await env.router.driver.flush()
+                i += 1
         finally:
             stop.set()
             t.join()
