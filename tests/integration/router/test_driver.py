@@ -162,3 +162,33 @@ def test_map_commands() -> None:
         "add map os_http_prefix.map c.example.com/x be_c",
     ]
     assert map_commands("m.map", old, old) == []
+
+
+def test_slot_commands_agree_with_a_full_parse() -> None:
+    """Random slot edits across many backends: the region diff equals a full comparison."""
+    import random
+
+    from shiftnet.router.haproxy.driver import slot_commands
+
+    rng = random.Random(7)
+
+    def config(slots: dict[tuple[int, int], tuple[str, int, int]]) -> str:
+        lines = ["global", "  maxconn 10", "frontend f", "  bind :1"]
+        for b in range(40):
+            lines += [f"backend be{b}", "  balance roundrobin"]
+            for k in range(4):
+                ip, port, w = slots[(b, k)]
+                tail = " disabled" if w == 0 else ""
+                lines.append(f"  server s{k} {ip}:{port} cookie c{b}{k} check weight {w}{tail}")
+        return "\n".join(lines) + "\n"
+
+    spare = ("127.0.0.1", 1, 0)
+    for _ in range(200):
+        old = {(b, k): spare for b in range(40) for k in range(4)}
+        for key in rng.sample(sorted(old), 60):
+            old[key] = (f"127.10.{rng.randrange(9)}.{rng.randrange(1, 99)}", 8080, 1)
+        new = dict(old)
+        for key in rng.sample(sorted(new), rng.randrange(1, 6)):
+            new[key] = rng.choice([spare, (f"127.11.0.{rng.randrange(1, 250)}", 80, 3)])
+        expected = server_commands(parse_servers(config(old)), parse_servers(config(new)))
+        assert slot_commands(config(old), config(new)) == expected

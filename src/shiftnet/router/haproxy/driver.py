@@ -139,42 +139,82 @@ def _server_line(line: str) -> tuple[str, ServerLine, str] | None:
     return s[2], part, _DISABLED_RE.sub("", _WEIGHT_RE.sub("", rest))
 
 
-def _section_of(lines: list[str], index: int) -> str | None:
-    """The backend (or listen) section line ``index`` belongs to; None for other sections."""
-    for i in range(index - 1, -1, -1):
-        m = _SECTION_RE.match(lines[i])
+def _section_at(text: str, pos: int) -> str | None:
+    """The backend (or listen) section that holds offset ``pos``; None for other sections."""
+    while pos > 0:
+        start = text.rfind("\n", 0, pos - 1) + 1
+        end = text.find("\n", start)
+        line = text[start : end if end >= 0 else len(text)]
+        m = _SECTION_RE.match(line)
         if m:
             return m[2]
-        if _OTHER_SECTION_RE.match(lines[i]):
+        if _OTHER_SECTION_RE.match(line):
             return None
+        pos = start
     return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n, i, step = min(len(a), len(b)), 0, 4096
+    while i < n:
+        j = min(i + step, n)
+        if a[i:j] == b[i:j]:
+            i = j
+        elif step > 1:
+            step //= 16
+        else:
+            return i
+    return n
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    n, i, step = min(len(a), len(b)) - limit, 0, 4096
+    while i < n:
+        j = min(i + step, n)
+        if a[len(a) - j : len(a) - i] == b[len(b) - j : len(b) - i]:
+            i = j
+        elif step > 1:
+            step //= 16
+        else:
+            return i
+    return max(n, 0)
 
 
 def slot_commands(old_text: str, new_text: str) -> list[str] | None:
     """Runtime commands turning ``old_text``'s servers into ``new_text``'s, or None.
 
     None when the two configurations differ in anything but the address,
-    port, weight and ``disabled`` of existing ``server`` lines. Cost is one
-    pass comparing lines plus work per changed line, so a 10,000-route
-    configuration is diffed in milliseconds.
+    port, weight and ``disabled`` of existing ``server`` lines. Only the
+    region between the common prefix and the common suffix is split into
+    lines, so a change to one backend of a 10,000-route configuration costs
+    about a millisecond.
     """
     if old_text == new_text:
         return []
-    old_lines, new_lines = old_text.split("\n"), new_text.split("\n")
+    head = _common_prefix(old_text, new_text)
+    head = old_text.rfind("\n", 0, head) + 1  # back to the start of that line
+    tail = _common_suffix(old_text, new_text, head)
+    old_end, new_end = len(old_text) - tail, len(new_text) - tail
+    nl = old_text.find("\n", old_end)  # forward to the end of that line
+    extra = (nl if nl >= 0 else len(old_text)) - old_end
+    old_lines = old_text[head : old_end + extra].split("\n")
+    new_lines = new_text[head : new_end + extra].split("\n")
     if len(old_lines) != len(new_lines):
         return None
-    changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
     old_slots: dict[tuple[str, str], ServerLine] = {}
     new_slots: dict[tuple[str, str], ServerLine] = {}
-    for i in changed:
-        before, after = _server_line(old_lines[i]), _server_line(new_lines[i])
-        if before is None or after is None or before[0] != after[0] or before[2] != after[2]:
-            return None
-        backend = _section_of(old_lines, i)
-        if backend is None:
-            return None
-        old_slots[(backend, before[0])] = before[1]
-        new_slots[(backend, after[0])] = after[1]
+    offset = head
+    for a, b in zip(old_lines, new_lines, strict=True):
+        if a != b:
+            before, after = _server_line(a), _server_line(b)
+            if before is None or after is None or before[0] != after[0] or before[2] != after[2]:
+                return None
+            backend = _section_at(old_text, offset)
+            if backend is None:
+                return None
+            old_slots[(backend, before[0])] = before[1]
+            new_slots[(backend, after[0])] = after[1]
+        offset += len(a) + 1
     return server_commands(ParsedConfig("", "", old_slots), ParsedConfig("", "", new_slots))
 
 
