@@ -1,4 +1,4 @@
-"""A whole cluster in one process: store, master, node agent (and later router, proxy, DNS).
+"""A whole cluster in one process: store, master, DNS, node agent, router (and proxy).
 
 ``shiftnet up`` is a thin CLI over :class:`LocalCluster`. Components are
 started in the order of :data:`COMPONENTS` and stopped in reverse; each is an
@@ -97,7 +97,7 @@ class MasterComponent:
 
     def summary(self) -> str:
         return (
-            f"service network {self.config.service_network}, "
+            f"service network {self.master.cluster_ips.range.cidr}, "
             f"cluster network {self.config.cluster_network}"
         )
 
@@ -112,8 +112,13 @@ class NodeComponent:
         from shiftnet.sdn.config import NodeConfig
 
         cfg = cluster.config
+        dns = cluster.component("dns")
         self.config = NodeConfig(
-            node_name=cfg.node_name, state_dir=cfg.state_dir, network=cfg.network
+            node_name=cfg.node_name,
+            state_dir=cfg.state_dir,
+            network=cfg.network,
+            dns_server=getattr(dns, "address", None),
+            cluster_domain=getattr(dns, "domain", "cluster.local"),
         )
         self.agent = NodeAgent(cluster.require_store(), self.config)
         self.subnet = ""
@@ -142,8 +147,27 @@ class NodeComponent:
 
 ComponentFactory = Callable[["LocalCluster"], Component]
 
-# Start order; stopped in reverse. Later issues append router, proxy and DNS here.
-COMPONENTS: list[ComponentFactory] = [StoreComponent, MasterComponent, NodeComponent]
+
+def _dns(cluster: LocalCluster) -> Component:
+    from shiftnet.dns.component import DNSComponent
+
+    return DNSComponent(cluster)
+
+
+def _router(cluster: LocalCluster) -> Component:
+    from shiftnet.router.component import RouterComponent
+
+    return RouterComponent(cluster)
+
+
+# Start order; stopped in reverse. DNS comes before the node so pods get its address.
+COMPONENTS: list[ComponentFactory] = [
+    StoreComponent,
+    MasterComponent,
+    _dns,
+    NodeComponent,
+    _router,
+]
 
 
 class LocalCluster:

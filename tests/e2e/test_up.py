@@ -7,6 +7,7 @@ commands work from any checkout directory (``shiftnet.io/workdir: "."``).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import random
 import re
@@ -19,7 +20,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import dns.message
+import dns.query
 import pytest
+from tests.support.ports import free_port
 
 from shiftnet.sdn.pidfiles import process_start_time, read_record
 
@@ -71,7 +75,47 @@ def up_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env["SHIFTNET_HOME"] = str(state)
+    # never the host's 80/443/53: the router and DNS of `up` get free high ports
+    env["ROUTER_SERVICE_HTTP_PORT"] = str(free_port())
+    env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
+    env["STATS_PORT"] = str(free_port())
+    env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
     yield state, env
+
+
+def through_router(port: str, host: str, path: str, timeout: float = 30) -> str:
+    """GET through the router (retrying while it loads the route), the body of the 200."""
+    deadline = time.monotonic() + timeout
+    while True:
+        conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=5)
+        try:
+            conn.request("GET", path, headers={"Host": host})
+            resp = conn.getresponse()
+            body = resp.read().decode()
+            if resp.status == 200:
+                return body
+        except OSError:
+            pass
+        finally:
+            conn.close()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no 200 for {host}{path} through the router")
+        time.sleep(0.2)
+
+
+def haproxy_pids(state: Path) -> list[int]:
+    """HAProxy processes whose command line names this state directory."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "haproxy" in cmd.split(" ")[0] and str(state) in cmd:
+            out.append(int(proc.name))
+    return out
 
 
 def pod_pids(state: Path) -> list[int]:
@@ -96,7 +140,8 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
     try:
         up.read_until(r"Press Ctrl-C", timeout=120)
         out = "\n".join(up.lines)
-        assert "starting store" in out and "starting master" in out and "starting node" in out
+        for comp in ("store", "master", "dns", "node", "router"):
+            assert f"starting {comp}" in out, out
         assert "pod/hello-1 created" in out
         assert "route.route.openshift.io/test created" in out
         assert "not ready after" not in out, out
@@ -109,6 +154,19 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             ) as resp:
                 body = resp.read().decode()
             assert f"pod={name} ns={ns}" in body
+        # The seed-003 route answers through the router, straight from its pod.
+        http_port = env["ROUTER_SERVICE_HTTP_PORT"]
+        body = through_router(http_port, "www.example.com", "/hello")
+        assert "ns=mynamespace" in body, body
+        # The cluster DNS names the route's service.
+        dns_host, dns_port = env["SHIFTNET_DNS_LISTEN"].split(":")
+        answer = dns.query.udp(
+            dns.message.make_query("s1.mynamespace.svc.cluster.local", "A"),
+            dns_host,
+            port=int(dns_port),
+            timeout=5,
+        )
+        assert answer.answer and str(answer.answer[0][0]).startswith("127.30."), answer
         # Another shell sees the same cluster.
         got = subprocess.run(
             [str(SHIFTNET), "get", "pods", "-A", "-o", "wide"],
@@ -132,6 +190,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         starts = {pid: process_start_time(pid) for pid in pids}
         assert all(starts.values())
 
+        assert haproxy_pids(state), "the router's HAProxy is not running"
         os.killpg(up.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         code = up.proc.wait(timeout=60)
         tail = up.rest()
@@ -140,6 +199,8 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         for pid, start in starts.items():
             assert process_start_time(pid) != start, f"pod process {pid} survived shutdown"
         assert not pod_pids(state)
+        # HAProxy (its own session, so it outlives a crashed router) stops on a clean exit.
+        assert not haproxy_pids(state), "haproxy outlived shiftnet up"
         # Nothing else of the up process group lingers either.
         with pytest.raises(ProcessLookupError):
             os.killpg(up.proc.pid, 0)

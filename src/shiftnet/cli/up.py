@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from shiftnet.api import Pod, Resource
-from shiftnet.cli.applying import apply_object, check_version
+from shiftnet.cli.applying import apply_documents
 from shiftnet.cli.manifests import read_manifests
 from shiftnet.cli.naming import object_ref
 from shiftnet.cli.objects import decode_documents
@@ -25,10 +26,11 @@ from shiftnet.cli.runtime import run_async
 from shiftnet.cli.settings import DEFAULT_HOME
 from shiftnet.client import Client
 from shiftnet.cluster import ClusterConfig, LocalCluster
-from shiftnet.errors import InvalidInput, ShiftnetError, StoreUnavailable
+from shiftnet.router.config import OPTIONS, add_router_flags
 from shiftnet.sdn.config import check_node_name, default_node_name
 
 READY_POLL = 0.25
+UNPRIVILEGED_PORTS = {"ROUTER_SERVICE_HTTP_PORT": "10080", "ROUTER_SERVICE_HTTPS_PORT": "10443"}
 MAX_CURL_LINES = 8
 
 
@@ -64,6 +66,12 @@ def register(subparsers: Any) -> None:
         "--service-network", metavar="CIDR", help="ClusterIP range (default 127.30.0.0/16)"
     )
     p.add_argument(
+        "--dns-listen",
+        metavar="ADDR:PORT",
+        help="cluster DNS address (env SHIFTNET_DNS_LISTEN; default 127.0.0.1:8053)",
+    )
+    add_router_flags(p)
+    p.add_argument(
         "--wait",
         type=float,
         default=60.0,
@@ -77,17 +85,25 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
-async def apply_documents(client: Client, docs: list[Any], objects: list[Resource]) -> None:
-    """``shiftnet apply``'s semantics, object by object, printing what happened."""
-    for doc, obj in zip(docs, objects, strict=True):
-        try:
-            await check_version(client, obj)
-            result = await apply_object(client, obj)
-        except StoreUnavailable:
-            raise
-        except ShiftnetError as err:
-            raise InvalidInput(f"{doc.where}: {err}") from None
-        say(f"  {object_ref(type(obj), obj.name)} {result.action}")
+async def apply_all(client: Client, docs: list[Any], objects: list[Resource]) -> None:
+    """``shiftnet apply``'s semantics (every check first), printing what happened."""
+    async for _doc, result in apply_documents(client, docs, objects):
+        say(f"  {object_ref(type(result.obj), result.obj.name)} {result.action}")
+
+
+def router_settings(args: argparse.Namespace, environ: dict[str, str]) -> dict[str, str]:
+    """The router's OpenShift variables from ``up``'s flags; without root, unprivileged
+    default ports (10080/10443) unless a flag or the environment names others."""
+    out = {
+        opt.env: str(getattr(args, opt.dest))
+        for opt in OPTIONS
+        if getattr(args, opt.dest, None) is not None
+    }
+    if os.geteuid() != 0:
+        for env, port in UNPRIVILEGED_PORTS.items():
+            if env not in out and not environ.get(env):
+                out[env] = port
+    return out
 
 
 async def wait_for_pods(client: Client, keys: list[tuple[str, str]], timeout: float) -> list[Pod]:
@@ -163,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
         cluster_network=args.cluster_network,
         host_subnet_length=args.host_subnet_length,
         service_network=args.service_network,
+        extra={
+            "router": router_settings(args, dict(os.environ)),
+            "dns": {"listen": args.dns_listen} if args.dns_listen else {},
+        },
     )
 
     async def go() -> int:
@@ -174,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             pods: list[Pod] = []
             if objects:
                 say(f"applying {len(objects)} objects ...")
-                await apply_documents(client, docs, objects)
+                await apply_all(client, docs, objects)
                 keys = [(o.namespace or "default", o.name) for o in objects if isinstance(o, Pod)]
                 pods = await wait_for_pods(client, keys, args.wait)
             say("")
@@ -190,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             say("shutting down ...")
         finally:
             await cluster.stop()
-        say("stopped: store, master and node are down and no pod process is left running")
+        say("stopped: every component is down and no pod process is left running")
         return code
 
     return int(run_async(go))

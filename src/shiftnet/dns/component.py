@@ -29,6 +29,16 @@ class DNSComponent:
     async def start(self) -> None:
         await self.server.start()
 
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where pods send their queries (what the node agent puts in their resolver env)."""
+        host, port = self.server.address
+        return (str(host), int(port))
+
+    @property
+    def domain(self) -> str:
+        return str(self.config.domain)
+
     async def stop(self) -> None:
         await self.server.stop()
 

@@ -52,6 +52,10 @@ class NodeConfig:
     backoff_reset: float = 10.0
     stop_pods_on_exit: bool = True
     labels: dict[str, str] = field(default_factory=dict)
+    # The cluster DNS pods should use ("host", port), or None for the host's resolver;
+    # pods get its search path through LOCALDOMAIN/RES_OPTIONS (see docs/dns.md).
+    dns_server: tuple[str, int] | None = None
+    cluster_domain: str = "cluster.local"
 
     def __post_init__(self) -> None:
         check_node_name(self.node_name)

@@ -12,8 +12,8 @@ import datetime as _dt
 import logging
 import os
 import signal
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from shiftnet.api import Container
@@ -68,6 +68,7 @@ class PodContext:
     backoff_initial: float
     backoff_max: float
     backoff_reset: float
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # e.g. the DNS search path
 
 
 class ContainerRunner:
@@ -102,6 +103,7 @@ class ContainerRunner:
             host_ip=ctx.host_ip,
             node_name=ctx.node_name,
             host_env=os.environ,
+            extra=ctx.extra_env,
         )
         self.argv = container_argv(container, self.env)
 

@@ -45,8 +45,10 @@ def container_env(
     host_ip: str,
     node_name: str,
     host_env: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     env = {k: host_env[k] for k in HOST_VARIABLES if k in host_env}
+    env.update(extra or {})
     env.update(
         {
             "HOSTNAME": pod_name,

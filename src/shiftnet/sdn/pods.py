@@ -17,6 +17,7 @@ from pathlib import Path
 
 from shiftnet.api import Pod
 from shiftnet.api.core import PodStatus
+from shiftnet.dns.resolvconf import write_pod_resolv_conf
 from shiftnet.errors import InvalidObject
 from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.container import ContainerRunner, PodContext, now_rfc3339
@@ -104,6 +105,11 @@ class PodRunner:
         self._ready_since = self.start_time
         self._on_change = on_change
         adopt = adopt or {}
+        dns_env: dict[str, str] = {}
+        if config.dns_server is not None:
+            dns_env = write_pod_resolv_conf(
+                str(config.state_dir), self.namespace, config.dns_server, config.cluster_domain
+            )
         self.containers: list[ContainerRunner] = []
         for c in pod.spec.containers:
             checked_part(c.name, "spec.containers[].name")
@@ -123,6 +129,7 @@ class PodRunner:
                 backoff_initial=config.backoff_initial,
                 backoff_max=config.backoff_max,
                 backoff_reset=config.backoff_reset,
+                extra_env=dns_env,
             )
             self.containers.append(ContainerRunner(ctx, c, self._changed, adopt.get(c.name)))
 

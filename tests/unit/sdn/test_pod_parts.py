@@ -226,3 +226,22 @@ def test_names_that_cannot_be_file_names(bad: str) -> None:
     with pytest.raises(InvalidObject, match="cannot be used as a file name"):
         checked_part(bad, "metadata.name")
     assert checked_part("web-1.v2", "metadata.name") == "web-1.v2"
+
+
+def test_container_env_carries_the_cluster_dns_search_path_and_the_pod_may_override() -> None:
+    from shiftnet.dns.resolvconf import pod_environment
+
+    dns_env = pod_environment("shop", ("127.0.0.1", 8053), "cluster.local")
+    c = container(env=[{"name": "RES_OPTIONS", "value": "ndots:2"}])
+    env = container_env(
+        c,
+        namespace="shop",
+        pod_name="p",
+        pod_ip="127.10.0.2",
+        host_ip="127.0.0.1",
+        node_name="n",
+        host_env={},
+        extra=dns_env,
+    )
+    assert env["LOCALDOMAIN"] == "shop.svc.cluster.local svc.cluster.local cluster.local"
+    assert env["RES_OPTIONS"] == "ndots:2"  # the container's own env wins

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -41,6 +42,20 @@ CONFIG_NAME = "haproxy.cfg"
 # HAProxy 2.6: maxconn 9,990 needs 20,008 descriptors, so 1,000 spare is a
 # comfortable margin that also covers a few hundred checked servers.
 FD_RESERVE_MIN = 1000
+
+
+SOCKET_PATH_MAX = 90  # HAProxy refuses unix socket paths over 97 bytes; leave room for names
+
+
+def socket_dir(work_dir: Path) -> Path:
+    """Where HAProxy's unix sockets live: ``<work_dir>/run``, or, when that path is too
+    long for a socket (deep state directories), a short private directory named after it."""
+    natural = Path(work_dir).resolve() / "run"
+    if len(str(natural)) + len("/fe_sni.sock") <= SOCKET_PATH_MAX:
+        return natural
+    digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
+    base = Path("/run") if os.geteuid() == 0 and os.access("/run", os.W_OK) else Path("/tmp")
+    return base / f"shiftnet-{os.geteuid()}-{digest}"
 
 
 class HAProxyError(ShiftnetError):
@@ -229,7 +244,7 @@ class HAProxyProcess:
     ) -> None:
         self.work_dir = Path(work_dir)
         self.conf_dir = self.work_dir / "conf"
-        self.run_dir = self.work_dir / "run"
+        self.run_dir = socket_dir(self.work_dir)
         self.config_path = self.conf_dir / CONFIG_NAME
         self.pid_file = self.run_dir / "haproxy.pid"
         self.master_socket = self.run_dir / "master.sock"
