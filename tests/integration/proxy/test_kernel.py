@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import time
 
 import pytest
 from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
@@ -48,7 +47,6 @@ async def kenv(request, topo, tmp_path):  # type: ignore[no-untyped-def]
     mode = request.param
     store = open_store(f"sqlite:///{tmp_path}/state.db")
     client = Client(store)
-    spread = getattr(request, "spread", "random")
     proxies: list[ServiceProxy] = []
 
     async def start(spread: str = "random") -> ServiceProxy:
@@ -63,7 +61,7 @@ async def kenv(request, topo, tmp_path):  # type: ignore[no-untyped-def]
         return proxy
 
     try:
-        yield {"mode": mode, "client": client, "start": start, "topo": topo, "spread": spread}
+        yield {"mode": mode, "client": client, "start": start, "topo": topo}
     finally:
         for p in proxies:
             await p.stop(cleanup=True)
@@ -207,4 +205,3 @@ def test_nothing_left_on_host() -> None:
             ["nft", "list", "tables"], capture_output=True, text=True, check=False
         ).stdout
     )
-    time.sleep(0)
