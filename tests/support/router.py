@@ -107,6 +107,7 @@ def minimal_config(
     maxconn: int | None = None,
     spare_slots: int = 0,
     extra_global: str = "",
+    hard_stop_after: str = "10s",
 ) -> str:
     """A small HAProxy configuration: one frontend on ``port`` that answers ``text``
     on ``/static``, a map-driven ``Host`` lookup, and backend ``be_pods`` with the
@@ -117,7 +118,7 @@ def minimal_config(
         "global",
         f"  maxconn {limits.maxconn}",
         f"  nbthread {limits.nbthread}",
-        "  hard-stop-after 10s",
+        f"  hard-stop-after {hard_stop_after}",
         f"  stats socket {run}/admin.sock mode 600 level admin expose-fd listeners",
         extra_global,
         "defaults",

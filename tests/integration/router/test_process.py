@@ -158,3 +158,27 @@ def test_cleanup_kills_by_pid(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert pid is not None
     kill_haproxy(tmp_path)
     assert haproxy_pids_using(tmp_path) == set()
+
+
+async def test_old_workers_are_bounded_by_hard_stop_after(haproxy_process: HAProxyProcess) -> None:
+    """A client holding a connection keeps an old worker alive only until hard-stop-after."""
+    import socket
+
+    p = port()
+    write_minimal(haproxy_process.work_dir, port=p, hard_stop_after="1s")
+    await haproxy_process.ensure_running()
+    held = socket.create_connection(("127.0.0.1", p))  # idle keep-alive, never finished
+    try:
+        first = (await haproxy_process.status()).workers
+        write_minimal(haproxy_process.work_dir, port=p, text="new", hard_stop_after="1s")
+        st = await haproxy_process.reload()
+        assert set(first) <= set(st.old_workers)  # still serving the held connection
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            st = await haproxy_process.status()
+            if not st.old_workers:
+                break
+        assert st.old_workers == ()
+        assert await aget(p) == (200, "new")
+    finally:
+        held.close()
