@@ -1,4 +1,4 @@
-"""A whole cluster in one process: store, master, DNS, node agent, router (and proxy).
+"""A whole cluster in one process: store, master, service proxy, DNS, node agent, router.
 
 ``shiftnet up`` is a thin CLI over :class:`LocalCluster`. Components are
 started in the order of :data:`COMPONENTS` and stopped in reverse; each is an
@@ -154,6 +154,12 @@ def _dns(cluster: LocalCluster) -> Component:
     return DNSComponent(cluster)
 
 
+def _proxy(cluster: LocalCluster) -> Component:
+    from shiftnet.proxy.component import ProxyComponent
+
+    return ProxyComponent(cluster)
+
+
 def _router(cluster: LocalCluster) -> Component:
     from shiftnet.router.component import RouterComponent
 
@@ -164,6 +170,7 @@ def _router(cluster: LocalCluster) -> Component:
 COMPONENTS: list[ComponentFactory] = [
     StoreComponent,
     MasterComponent,
+    _proxy,
     _dns,
     NodeComponent,
     _router,

@@ -140,7 +140,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
     try:
         up.read_until(r"Press Ctrl-C", timeout=120)
         out = "\n".join(up.lines)
-        for comp in ("store", "master", "dns", "node", "router"):
+        for comp in ("store", "master", "proxy", "dns", "node", "router"):
             assert f"starting {comp}" in out, out
         assert "pod/hello-1 created" in out
         assert "route.route.openshift.io/test created" in out
@@ -167,6 +167,12 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             timeout=5,
         )
         assert answer.answer and str(answer.answer[0][0]).startswith("127.30."), answer
+        # ... and the user-space proxy serves that ClusterIP from the service's pods.
+        cluster_ip = str(answer.answer[0][0])
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+            f"http://{cluster_ip}:80/via-service", timeout=10
+        ) as resp:
+            assert "ns=mynamespace" in resp.read().decode()
         # Another shell sees the same cluster.
         got = subprocess.run(
             [str(SHIFTNET), "get", "pods", "-A", "-o", "wide"],

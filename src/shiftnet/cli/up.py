@@ -37,7 +37,8 @@ MAX_CURL_LINES = 8
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "up",
-        help="run a whole cluster here (store, master, node) and apply manifests",
+        help="run a whole cluster here (store, master, proxy, DNS, node, router) and apply "
+        "manifests",
         description="Start the store, the master controllers and a node agent on this machine, "
         "apply the given manifests and run until Ctrl-C. Try: shiftnet up -f examples/demo",
     )
@@ -64,6 +65,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--service-network", metavar="CIDR", help="ClusterIP range (default 127.30.0.0/16)"
+    )
+    p.add_argument(
+        "--proxy-mode",
+        choices=("userspace", "iptables", "nftables"),
+        help="service proxy mode (env SHIFTNET_PROXY_MODE; default userspace in local mode)",
     )
     p.add_argument(
         "--dns-listen",
@@ -182,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         extra={
             "router": router_settings(args, dict(os.environ)),
             "dns": {"listen": args.dns_listen} if args.dns_listen else {},
+            **({"proxy_mode": args.proxy_mode} if args.proxy_mode else {}),
         },
     )
 
