@@ -28,6 +28,24 @@ def register(subparsers: Any) -> None:
         "--network", choices=NETWORK_MODES, default="local", help="network mode (default: local)"
     )
     p.add_argument(
+        "--host-ip",
+        default=None,
+        metavar="IP",
+        help="address other nodes reach this one at (sdn mode: the VXLAN endpoint; "
+        "default 127.0.0.1 in local mode, required in sdn mode)",
+    )
+    p.add_argument(
+        "--vxlan-port", type=int, default=4789, metavar="PORT", help="sdn mode: VXLAN UDP port"
+    )
+    p.add_argument("--vni", type=int, default=1, help="sdn mode: VXLAN network identifier")
+    p.add_argument(
+        "--dns",
+        default=None,
+        metavar="ADDR[:PORT]",
+        help="cluster DNS for pods (sdn mode: written to each pod's /etc/resolv.conf; "
+        "port 53 there)",
+    )
+    p.add_argument(
         "--keep-pods",
         action="store_true",
         help="leave pod processes running on exit; the next agent adopts them",
@@ -60,10 +78,39 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         if not sep or not key:
             raise InvalidInput(f'--label "{item}" must look like key=value')
         labels[key] = value
+    if args.network == "sdn":
+        import os
+
+        from shiftnet.errors import ConfigError
+
+        if os.geteuid() != 0:
+            raise ConfigError(
+                "shiftnet node --network sdn needs root: it creates network namespaces, "
+                "bridges and VXLAN devices"
+            )
+        if not args.host_ip:
+            raise ConfigError("shiftnet node --network sdn needs --host-ip (this node's address)")
+    dns: tuple[str, int] | None = None
+    if args.dns:
+        host, _, port = args.dns.rpartition(":") if ":" in args.dns else (args.dns, "", "53")
+        import ipaddress
+
+        try:
+            host = str(ipaddress.ip_address(host))
+        except ValueError:
+            port = ""
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise InvalidInput(f'--dns "{args.dns}" must look like ADDR[:PORT] (an IP address)')
+        dns = (host, int(port))
+    extra = {"host_ip": args.host_ip} if args.host_ip else {}
     return NodeConfig(
         node_name=args.node_name or default_node_name(),
         state_dir=Path(args.state_dir),
         network=args.network,
+        vni=args.vni,
+        vxlan_port=args.vxlan_port,
+        dns_server=dns,
+        **extra,
         heartbeat_seconds=args.heartbeat,
         stop_pods_on_exit=not args.keep_pods,
         labels=labels,

@@ -16,7 +16,7 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from shiftnet.api import HostSubnet, Node, NodeAddress, ObjectMeta, Pod
+from shiftnet.api import ClusterNetwork, HostSubnet, Node, NodeAddress, ObjectMeta, Pod
 from shiftnet.api.base import Condition
 from shiftnet.api.core import NodeStatus, PodStatus
 from shiftnet.client import Client
@@ -62,7 +62,17 @@ class NodeAgent:
         self.informers = informers or Informers(store)
         self.pods = self.informers.informer(Pod)
         self.subnets = self.informers.informer(HostSubnet)
-        self.network = network_for(config.network)
+        self.clusternets = self.informers.informer(ClusterNetwork)
+        self.network = network_for(config)
+        # pods start only once the node network exists (sdn: br0, vxlan0, routes)
+        self._network_ready = False
+        self._stale_checked = False
+        self._net_sync = CoalescingRunner(
+            self._sync_network,
+            min_interval=0.05,
+            max_interval=30.0,
+            name=f"node-network-{config.node_name}",
+        )
         self.runners: dict[tuple[str, str], PodRunner] = {}
         self.subnet: str | None = None
         self.ips: IPRange | None = None
@@ -93,8 +103,11 @@ class NodeAgent:
         await self._register()
         self.pods.add_handler(self._on_pod)
         self.subnets.add_handler(self._on_subnet)
+        self.clusternets.add_handler(lambda *_: self._net_sync.kick())
         await self.informers.start()
         self._on_subnet("ADDED", None, None)
+        await self._net_sync.flush()  # the node network exists before pods are adopted
+        await self._net_sync.start()
         if self.ips is not None:
             await self._sync.flush()  # adopt or start known pods before returning
         await self._sync.start()
@@ -117,6 +130,7 @@ class NodeAgent:
             self._heartbeat_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat_task
+        await self._net_sync.stop()
         await self._sync.stop()
         kill = self.config.stop_pods_on_exit
         await asyncio.gather(*(r.stop(kill=kill) for r in self.runners.values()))
@@ -232,6 +246,7 @@ class NodeAgent:
                 return
 
     def _on_subnet(self, etype: str, old: HostSubnet | None, new: HostSubnet | None) -> None:
+        self._net_sync.kick()  # any node's subnet: paths to other nodes change too
         hs = next(
             (h for h in self.subnets.list() if h.host == self.name or h.name == self.name), None
         )
@@ -258,6 +273,21 @@ class NodeAgent:
 
     def kick(self) -> None:
         self._sync.kick()
+
+    async def _sync_network(self) -> None:
+        """Node network from every HostSubnet and the ``default`` ClusterNetwork."""
+        try:
+            ready = await self.network.ensure_node(
+                self.subnets.list(), self.clusternets.get(None, "default")
+            )
+        except (ShiftnetError, OSError) as err:
+            log.error("node network sync failed node=%s error=%s", self.name, err)
+            ready = False
+        if ready and not self._network_ready:
+            log.info("node network ready node=%s", self.name)
+        self._network_ready = self._network_ready or ready
+        if self._network_ready:
+            self._sync.kick()
 
     # ------------------------------------------------------------ pid records
 
@@ -286,7 +316,7 @@ class NodeAgent:
         return {p.key: p for p in self.pods.list() if p.spec.node_name == self.name}
 
     async def _sync_once(self) -> None:
-        if self.ips is None or self.subnet is None:
+        if self.ips is None or self.subnet is None or not self._network_ready:
             return
         with metrics.SYNC_SECONDS.time():
             await self._reconcile()
@@ -305,6 +335,13 @@ class NodeAgent:
             )
         }
         await self._reap_orphans(adopt_uids)
+        if not self._stale_checked:  # once per agent: sandboxes of pods gone while it was down
+            keep = set(wanted) | set(self.runners)
+            try:
+                await self.network.remove_stale(keep)
+                self._stale_checked = True
+            except (ShiftnetError, OSError) as err:
+                log.warning("stale pod sandboxes not removed node=%s error=%s", self.name, err)
 
         for key, runner in list(self.runners.items()):
             pod = wanted.get(key)
@@ -364,7 +401,9 @@ class NodeAgent:
             log.error("cannot place pod pod=%s/%s error=%s", pod.namespace, pod.name, err)
             return
         try:
-            runner = PodRunner(pod, ip, self.config, self._sync.kick, adopt)
+            runner = PodRunner(
+                pod, ip, self.config, self._sync.kick, adopt, command=self.network.command
+            )
         except InvalidObject as err:
             if self.ips is not None:
                 self.ips.release(ip)
@@ -372,8 +411,18 @@ class NodeAgent:
                 log.error("cannot run pod pod=%s/%s error=%s", pod.namespace, pod.name, err)
             self._unplaceable[pod.key] = ("InvalidPod", str(err))
             return
+        try:
+            await self.network.setup_pod(pod.namespace or "default", pod.name, ip)
+        except (ShiftnetError, OSError) as err:
+            if self.ips is not None:
+                self.ips.release(ip)
+            if adopt is not None:
+                self._adoptable[uid] = adopt
+            self._unplaceable[pod.key] = ("NetworkSetupFailed", str(err))
+            log.error("pod network setup failed pod=%s/%s error=%s", pod.namespace, pod.name, err)
+            self._sync.kick()
+            return
         self._unplaceable.pop(pod.key, None)
-        await self.network.setup_pod(pod.namespace or "default", pod.name, ip)
         self.runners[pod.key] = runner
         runner.start()
 

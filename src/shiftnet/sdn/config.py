@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from shiftnet.errors import ConfigError
 
-NETWORK_MODES = ("local",)
+NETWORK_MODES = ("local", "sdn")
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -44,6 +45,9 @@ class NodeConfig:
     state_dir: Path = field(default_factory=default_state_dir)
     network: str = "local"
     host_ip: str = "127.0.0.1"  # local mode: the node is this machine's loopback
+    # sdn mode: the VXLAN tunnel (seed 002's vxlan0); 4789 is the IANA VXLAN port
+    vni: int = 1
+    vxlan_port: int = 4789
     heartbeat_seconds: float = 10.0
     # Crash-loop backoff: first restart after a short run waits backoff_initial,
     # doubling up to backoff_max; a run longer than backoff_reset resets it.
@@ -63,6 +67,17 @@ class NodeConfig:
             raise ConfigError(
                 f'network mode "{self.network}" is not supported: use one of '
                 + ", ".join(NETWORK_MODES)
+            )
+        try:
+            host = ipaddress.IPv4Address(self.host_ip)
+        except ValueError:
+            raise ConfigError(
+                f'node {self.node_name}: host IP "{self.host_ip}" is not an IPv4 address'
+            ) from None
+        if self.network == "sdn" and host.is_loopback:
+            raise ConfigError(
+                f'node {self.node_name}: host IP "{self.host_ip}" is a loopback address; the sdn '
+                "network mode needs the address other nodes reach this one at (--host-ip)"
             )
         self.state_dir = Path(self.state_dir)
 

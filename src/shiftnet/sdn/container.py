@@ -69,6 +69,11 @@ class PodContext:
     backoff_max: float
     backoff_reset: float
     extra_env: Mapping[str, str] = field(default_factory=dict)  # e.g. the DNS search path
+    # wraps argv so it runs inside the pod's network (sdn: ``ip netns exec``); None: as is
+    command: Callable[[list[str]], list[str]] | None = None
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return self.command(argv) if self.command is not None and argv else argv
 
 
 class ContainerRunner:
@@ -256,7 +261,7 @@ class ContainerRunner:
             self.exit_code = START_ERROR_EXIT
             return None
         try:
-            proc = PodProcess.spawn(self.argv, self.env, self.ctx.cwd, self.log_path)
+            proc = PodProcess.spawn(self.ctx.wrap(self.argv), self.env, self.ctx.cwd, self.log_path)
         except OSError as err:
             message = f"cannot start {self.argv[0]!r}: {err.strerror or err}"
             log.warning(
@@ -332,7 +337,9 @@ class ContainerRunner:
         await asyncio.sleep(max(probe.initial_delay_seconds, 0))
         period = float(max(probe.period_seconds, 1))
         while True:
-            result = await run_probe(probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd)
+            result = await run_probe(
+                probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd, self.ctx.wrap
+            )
             failures = 0 if result.ok else failures + 1
             if failures >= threshold:
                 log.warning(
@@ -360,7 +367,9 @@ class ContainerRunner:
         await asyncio.sleep(max(probe.initial_delay_seconds, 0))
         period = float(max(probe.period_seconds, 1))
         while True:
-            result = await run_probe(probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd)
+            result = await run_probe(
+                probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd, self.ctx.wrap
+            )
             metrics.PROBES.labels(kind, "success" if result.ok else "failure").inc()
             if tracker.record(result):
                 self.ready = tracker.ready

@@ -9,9 +9,13 @@ a later issue implements the same small interface with namespaces and veths.
 from __future__ import annotations
 
 import ipaddress
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from shiftnet.api import ClusterNetwork, HostSubnet
 from shiftnet.errors import ConfigError
+
+if TYPE_CHECKING:
+    from shiftnet.sdn.config import NodeConfig
 
 LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 LOCAL_HOST_IP = "127.0.0.1"
@@ -21,8 +25,19 @@ class PodNetwork(Protocol):
     """What a network mode does for a node and its pods."""
 
     def check_subnet(self, subnet: str) -> None: ...
+    async def ensure_node(self, subnets: list[HostSubnet], cluster: ClusterNetwork | None) -> bool:
+        """Make the node's network match the HostSubnets; True once pods can be attached."""
+        ...
+
     async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None: ...
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None: ...
+    async def remove_stale(self, keep: set[tuple[str, str]]) -> list[str]:
+        """Remove pod sandboxes left by an earlier agent for pods not in ``keep``."""
+        ...
+
+    def command(self, namespace: str, name: str, argv: list[str]) -> list[str]:
+        """``argv`` as it must be run to be inside the pod's network."""
+        ...
 
 
 class LocalNetwork:
@@ -42,8 +57,28 @@ class LocalNetwork:
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None:
         return None
 
+    async def ensure_node(self, subnets: list[HostSubnet], cluster: ClusterNetwork | None) -> bool:
+        return True
 
-def network_for(mode: str) -> PodNetwork:
-    if mode == "local":
+    async def remove_stale(self, keep: set[tuple[str, str]]) -> list[str]:
+        return []
+
+    def command(self, namespace: str, name: str, argv: list[str]) -> list[str]:
+        return argv
+
+
+def network_for(config: NodeConfig) -> PodNetwork:
+    if config.network == "local":
         return LocalNetwork()
-    raise ConfigError(f'network mode "{mode}" is not supported: use local')
+    if config.network == "sdn":
+        from shiftnet.sdn.sdnmode import SdnNetwork
+
+        return SdnNetwork(
+            node=config.node_name,
+            host_ip=config.host_ip,
+            vni=config.vni,
+            vxlan_port=config.vxlan_port,
+            dns_server=config.dns_server,
+            cluster_domain=config.cluster_domain,
+        )
+    raise ConfigError(f'network mode "{config.network}" is not supported: use local or sdn')

@@ -116,6 +116,7 @@ class NodeNetworkDriver:
         if idx is None:
             ipr.link("add", ifname=BRIDGE, kind="bridge")
             idx = _index(ipr, BRIDGE)
+        assert idx is not None
         ipr.link("set", index=idx, mtu=net.mtu, state="up")
         _ensure_addresses(ipr, idx, {(net.gateway, net.prefixlen)})
 
@@ -135,6 +136,7 @@ class NodeNetworkDriver:
                 vxlan_learning=0,
             )
             idx = _index(ipr, VXLAN)
+        assert idx is not None
         ipr.link("set", index=idx, address=net.vtep_mac, mtu=net.mtu, state="up")
         _ensure_addresses(ipr, idx, {(net.vtep_ip, 32)})
 
@@ -236,6 +238,17 @@ class NodeNetworkDriver:
                 ipr.link("del", index=idx)
         if pod_ns in netns.listnetns():
             netns.remove(pod_ns)
+
+    def remove_netns(self, pod_ns: str) -> None:
+        """A pod namespace whose pod is gone: its eth0 first (the bridge-side peer goes
+        with it, even if a stray process still holds the namespace), then the name."""
+        if pod_ns not in netns.listnetns():
+            return
+        with contextlib.suppress(NetlinkError), _ipr(pod_ns) as pod:
+            eth0 = _index(pod, "eth0")
+            if eth0 is not None:
+                pod.link("del", index=eth0)
+        netns.remove(pod_ns)
 
     def pod_namespaces(self) -> list[str]:
         return sorted(n for n in netns.listnetns() if n.startswith("sn-pod-"))

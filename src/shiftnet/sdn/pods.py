@@ -78,6 +78,14 @@ def working_dir(pod: Pod, container_workdir: str | None, fallback: Path) -> str:
     return str(base)
 
 
+def _bound(
+    command: Callable[[str, str, list[str]], list[str]] | None, namespace: str, name: str
+) -> Callable[[list[str]], list[str]] | None:
+    if command is None:
+        return None
+    return lambda argv: command(namespace, name, argv)
+
+
 class PodRunner:
     def __init__(
         self,
@@ -86,7 +94,10 @@ class PodRunner:
         config: NodeConfig,
         on_change: Callable[[], None],
         adopt: dict[str, ContainerRecord] | None = None,
+        command: Callable[[str, str, list[str]], list[str]] | None = None,
     ) -> None:
+        """``command(namespace, name, argv)`` wraps each process so it runs in the pod's
+        network (the network mode's :meth:`~shiftnet.sdn.local.PodNetwork.command`)."""
         self.namespace = pod.metadata.namespace or "default"
         self.name = pod.metadata.name
         self.uid = pod.metadata.uid or ""
@@ -130,6 +141,7 @@ class PodRunner:
                 backoff_max=config.backoff_max,
                 backoff_reset=config.backoff_reset,
                 extra_env=dns_env,
+                command=_bound(command, self.namespace, self.name),
             )
             self.containers.append(ContainerRunner(ctx, c, self._changed, adopt.get(c.name)))
 

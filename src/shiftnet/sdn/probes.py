@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -141,8 +141,12 @@ async def run_probe(
     pod_ip: str,
     env: Mapping[str, str],
     cwd: str | None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> ProbeResult:
-    """Run one probe attempt; never raises for a failing target."""
+    """Run one probe attempt; never raises for a failing target.
+
+    ``wrap`` turns an exec probe's command into one that runs inside the pod's
+    network (tcp and http probes dial the pod IP from the node, as the kubelet)."""
     timeout = float(max(probe.timeout_seconds, 1))
     if probe.tcp_socket is not None:
         port = resolve_port(probe.tcp_socket.port, container)
@@ -159,7 +163,10 @@ async def run_probe(
         path = hg.path if hg.path.startswith("/") else "/" + hg.path
         return await _http(hg.scheme.lower(), hg.host or pod_ip, port, path, timeout)
     if probe.exec_ is not None:
-        return await _exec(probe.exec_.command, env, cwd, timeout)
+        command = probe.exec_.command
+        if wrap is not None and command:
+            command = wrap(command)
+        return await _exec(command, env, cwd, timeout)
     return ProbeResult(False, "probe has no handler (tcpSocket, httpGet or exec)")
 
 

@@ -9,10 +9,14 @@ blocking, so it runs on a worker thread, serialized by one lock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
+import shutil
+from pathlib import Path
 
-from shiftnet.api import HostSubnet
+from shiftnet.api import ClusterNetwork, HostSubnet
+from shiftnet.dns.resolvconf import render_resolv_conf
 from shiftnet.errors import ConfigError
 from shiftnet.sdn.netlink import NodeNetworkDriver, in_netns
 from shiftnet.sdn.topology import (
@@ -20,13 +24,17 @@ from shiftnet.sdn.topology import (
     DEFAULT_VXLAN_PORT,
     NodeNetwork,
     host_veth,
+    node_tag,
     plan_node,
     pod_netns,
 )
 
 log = logging.getLogger(__name__)
 
-LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
+# ``ip netns exec NAME`` bind-mounts every file of /etc/netns/NAME/ over /etc/:
+# a pod's process started that way reads its own /etc/resolv.conf.
+ETC_NETNS = Path("/etc/netns")
 
 
 class SdnNetwork:
@@ -35,34 +43,50 @@ class SdnNetwork:
         *,
         node: str,
         host_ip: str,
-        cluster_network: str,
-        service_network: str,
+        cluster_network: str = "",
+        service_network: str = "",
         vni: int = DEFAULT_VNI,
         vxlan_port: int = DEFAULT_VXLAN_PORT,
         netns: str | None = None,
+        dns_server: tuple[str, int] | None = None,
+        cluster_domain: str = "cluster.local",
+        etc_netns: Path = ETC_NETNS,
     ) -> None:
+        """``cluster_network``/``service_network`` may stay empty: the agent passes the
+        ``default`` ClusterNetwork the master wrote to :meth:`sync_node`."""
         self.node = node
         self.host_ip = str(ipaddress.IPv4Address(host_ip))
         self.cluster_network = cluster_network
         self.service_network = service_network
         self.vni = vni
         self.vxlan_port = vxlan_port
+        self.dns_server = dns_server
+        self.cluster_domain = cluster_domain
+        self.etc_netns = etc_netns
         self.driver = NodeNetworkDriver(netns)
         self.plan: NodeNetwork | None = None
         self._lock = asyncio.Lock()
 
     def check_subnet(self, subnet: str) -> None:
         net = ipaddress.ip_network(subnet, strict=False)
-        if net.version != 4 or net.subnet_of(LOOPBACK):
+        if not isinstance(net, ipaddress.IPv4Network) or net.subnet_of(LOOPBACK):
             raise ConfigError(
                 f'HostSubnet "{subnet}" is a loopback range: the sdn network mode needs a real '
                 "cluster network (e.g. 10.1.0.0/16); use the local network mode for loopback"
             )
 
-    async def sync_node(self, subnets: list[HostSubnet]) -> NodeNetwork | None:
-        """Rebuild this node's plan from every HostSubnet and apply it."""
+    async def sync_node(
+        self, subnets: list[HostSubnet], cluster: ClusterNetwork | None = None
+    ) -> NodeNetwork | None:
+        """Rebuild this node's plan from every HostSubnet and apply it.
+
+        None while this node has no HostSubnet or the cluster network is unknown."""
+        if cluster is not None:
+            cidr = cluster.cluster_networks[0].cidr if cluster.cluster_networks else cluster.network
+            self.cluster_network = cidr or self.cluster_network
+            self.service_network = cluster.service_network or self.service_network
         own = next((h for h in subnets if h.host == self.node or h.name == self.node), None)
-        if own is None or not own.subnet:
+        if own is None or not own.subnet or not self.cluster_network or not self.service_network:
             return None
         plan = plan_node(
             node=self.node,
@@ -80,6 +104,10 @@ class SdnNetwork:
                 self.plan = plan
         return plan
 
+    async def ensure_node(self, subnets: list[HostSubnet], cluster: ClusterNetwork | None) -> bool:
+        """:class:`~shiftnet.sdn.local.PodNetwork`: True once the node network exists."""
+        return await self.sync_node(subnets, cluster) is not None
+
     async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None:
         if self.plan is None:
             raise ConfigError(f"node {self.node} has no network yet: pod {namespace}/{name} waits")
@@ -92,14 +120,50 @@ class SdnNetwork:
                 pod_ip,
                 plan,
             )
+        self._write_resolv_conf(namespace, pod_netns(self.node, namespace, name))
+
+    def _write_resolv_conf(self, namespace: str, pod_ns: str) -> None:
+        if self.dns_server is None:
+            return
+        text = render_resolv_conf(namespace, [self.dns_server], self.cluster_domain)
+        folder = self.etc_netns / pod_ns
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / "resolv.conf.tmp"
+        tmp.write_text(text)
+        tmp.replace(folder / "resolv.conf")
+
+    def _remove_resolv_conf(self, pod_ns: str) -> None:
+        shutil.rmtree(self.etc_netns / pod_ns, ignore_errors=True)
 
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None:
+        pod_ns = pod_netns(self.node, namespace, name)
         async with self._lock:
-            await asyncio.to_thread(
-                self.driver.detach_pod,
-                pod_netns(self.node, namespace, name),
-                host_veth(namespace, name),
-            )
+            await asyncio.to_thread(self.driver.detach_pod, pod_ns, host_veth(namespace, name))
+        self._remove_resolv_conf(pod_ns)
+
+    async def remove_stale(self, keep: set[tuple[str, str]]) -> list[str]:
+        """Delete this node's pod namespaces (and their /etc/netns folders) whose pod is
+        not in ``keep``; the veth pair dies with its namespace."""
+        wanted = {pod_netns(self.node, ns, name) for ns, name in keep}
+        mine = f"sn-pod-{node_tag(self.node)}-"
+        stale = [n for n in self.driver.pod_namespaces() if n.startswith(mine) and n not in wanted]
+        if self.etc_netns.is_dir():
+            stale_etc = [
+                p.name
+                for p in self.etc_netns.iterdir()
+                if p.name.startswith(mine) and p.name not in wanted
+            ]
+        else:
+            stale_etc = []
+        async with self._lock:
+            for pod_ns in stale:
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(self.driver.remove_netns, pod_ns)
+        for name in stale_etc:
+            self._remove_resolv_conf(name)
+        if stale:
+            log.info("removed stale pod namespaces node=%s count=%d", self.node, len(stale))
+        return sorted(stale)
 
     def command(self, namespace: str, name: str, argv: list[str]) -> list[str]:
         """``argv`` run inside the pod's network namespace."""
