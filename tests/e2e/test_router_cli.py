@@ -18,6 +18,8 @@ from tests.support.cli import SHIFTNET, Shiftnet, one_error_line
 from tests.support.ports import free_port
 from tests.support.router import kill_haproxy, request
 
+from shiftnet.router.haproxy.process import socket_dir
+
 pytestmark = pytest.mark.integration
 
 OBJECTS = """\
@@ -120,14 +122,17 @@ def test_router_command_serves_survives_a_crash_and_stops(home: Path, tmp_path: 
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{prom}/metrics").read().decode()
             assert "template_router_reload_seconds" in metrics
             assert "template_router_reload_failure 0.0" in metrics
-            pid = int((home / "router-router" / "run" / "haproxy.pid").read_text().split()[0])
+            pid_file = socket_dir(home / "router-router") / "haproxy.pid"
+            pid = int(pid_file.read_text().split()[0])
             # The router dies hard: HAProxy keeps serving.
             assert router.kill(signal.SIGKILL) == -signal.SIGKILL
             assert wait_200(http, "shop.example.com", timeout=2) in {"web-1", "web-2"}
             # A new router adopts the same HAProxy.
             router = RouterProcess(sn, *flags)
             assert wait_200(http, "shop.example.com") in {"web-1", "web-2"}
-            pid_after = int((home / "router-router" / "run" / "haproxy.pid").read_text().split()[0])
+            pid_after = int(
+                (socket_dir(home / "router-router") / "haproxy.pid").read_text().split()[0]
+            )
             assert pid_after == pid
         finally:
             code = router.kill(signal.SIGTERM)

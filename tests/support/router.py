@@ -28,7 +28,7 @@ import pytest
 from shiftnet.api import Endpoints, Namespace, Route, Service
 from shiftnet.client import Client
 from shiftnet.router.config import RouterConfig
-from shiftnet.router.haproxy.process import HAProxyProcess, fit_limits
+from shiftnet.router.haproxy.process import HAProxyProcess, fit_limits, socket_dir
 from shiftnet.store import open_store
 from tests.support.backends import Backend
 from tests.support.ports import free_port
@@ -67,7 +67,8 @@ def haproxy_pids_using(work_dir: Path) -> set[int]:
 
 
 def kill_haproxy(work_dir: Path) -> None:
-    """Kill, by pid, every HAProxy started on ``work_dir`` (masters and their workers)."""
+    """Kill, by pid, every HAProxy started on ``work_dir`` (masters and their workers),
+    and remove its socket directory when that lives outside ``work_dir``."""
     pids: set[int] = set()
     for master in haproxy_pids_using(work_dir):
         pids |= _pids_of_master(master)
@@ -77,6 +78,9 @@ def kill_haproxy(work_dir: Path) -> None:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and haproxy_pids_using(work_dir):
         time.sleep(0.02)
+    sockets = socket_dir(work_dir)
+    if not sockets.is_relative_to(Path(work_dir).resolve()):
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -113,7 +117,7 @@ def minimal_config(
     on ``/static``, a map-driven ``Host`` lookup, and backend ``be_pods`` with the
     given (name, ip, port) servers plus disabled spare slots."""
     limits = fit_limits(maxconn or 50000)
-    run = work_dir / "run"
+    run = socket_dir(work_dir)
     lines = [
         "global",
         f"  maxconn {limits.maxconn}",

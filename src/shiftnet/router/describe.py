@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from shiftnet.api import Route
+from shiftnet.router.haproxy.process import socket_dir
 from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError, StatRow
 
 BACKENDS_INDEX = "backends.json"
@@ -48,7 +49,8 @@ async def describe_route(route: Route, state_dir: Path | None) -> list[str]:
             lines.append(f"Servers (router {name}): none (the route is not served)")
             continue
         try:
-            rows = await RuntimeAPI(work / "run" / "admin.sock", timeout=2.0).show_stat()
+            admin = socket_dir(work) / "admin.sock"
+            rows = await RuntimeAPI(admin, timeout=2.0).show_stat()
         except RuntimeAPIError:
             lines.append(f"Servers (router {name}): HAProxy is not reachable")
             continue
