@@ -36,6 +36,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.dns",
     "shiftnet.cli.proxy",
     "shiftnet.cli.router",
+    "shiftnet.cli.lab",
 )
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,17 @@ in the background with its log in the lab directory:
 * one node agent per node namespace, in SDN mode, as OpenShift's node service
   runs on each machine;
 * the router inside the first node's namespace, as OpenShift runs its router
-  pod with host networking on an infra node.
+  pod with host networking on an infra node;
+* the service proxy in kernel (nftables) mode inside every node namespace, so
+  a pod's packet to a ClusterIP, routed through ``br0`` into its node, is
+  DNATed there;
+* the cluster DNS inside the first node's namespace, on port 53 of its host IP
+  (pods get it through ``/etc/netns/<pod namespace>/resolv.conf``).
+
+Processes enter a node's network namespace with ``nsenter --net`` rather than
+``ip netns exec``: the latter also gives the process a private mount
+namespace, and pod namespaces the agent mounts under ``/run/netns`` there
+would be invisible to everyone else.
 
 The store is a SQLite file in the lab directory: a file is reachable from every
 namespace, so no node needs a route back to the host. ``down`` stops every
@@ -22,14 +32,17 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shiftnet.errors import ConfigError, ShiftnetError
+from shiftnet.sdn.sdnmode import ETC_NETNS
 from shiftnet.sdn.underlay import Underlay
 
 log = logging.getLogger(__name__)
@@ -37,6 +50,7 @@ log = logging.getLogger(__name__)
 CLUSTER_NETWORK = "10.1.0.0/16"
 SERVICE_NETWORK = "172.30.0.0/16"
 HOST_SUBNET_LENGTH = 8
+NETNS_DIR = "/var/run/netns"
 
 
 class LabError(ShiftnetError):
@@ -59,6 +73,7 @@ class LabState:
     store: str = ""
     router_http_port: int = 0
     router_https_port: int = 0
+    dns: str = ""
 
 
 def lab_dir(state_dir: Path, prefix: str) -> Path:
@@ -98,7 +113,7 @@ class Lab:
 
     def _spawn(self, state: LabState, role: str, netns: str | None, argv: list[str]) -> None:
         log_path = self.dir / f"{role}.log"
-        cmd = ["ip", "netns", "exec", netns, *argv] if netns else argv
+        cmd = ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv] if netns else argv
         env = {**os.environ, "SHIFTNET_HOME": str(self.dir), "SHIFTNET_STORE": state.store}
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
@@ -147,6 +162,8 @@ class Lab:
                 [
                     *base,
                     "master",
+                    "--network-mode",
+                    "sdn",
                     "--cluster-network",
                     CLUSTER_NETWORK,
                     "--host-subnet-length",
@@ -156,6 +173,8 @@ class Lab:
                 ],
             )
             say("master: started")
+            dns_ip = machines[0].host_ip
+            state.dns = f"{dns_ip}:53"
             for m in machines:
                 self._spawn(
                     state,
@@ -170,9 +189,35 @@ class Lab:
                         m.name,
                         "--host-ip",
                         m.host_ip,
+                        "--dns",
+                        state.dns,
                     ],
                 )
                 say(f"node {m.name}: agent started in {m.netns} ({m.host_ip})")
+                self._spawn(
+                    state,
+                    f"proxy-{m.name}",
+                    m.netns,
+                    [
+                        *base,
+                        "proxy",
+                        "--mode",
+                        "nftables",
+                        # same-node hairpin: the reply of a DNATed pod->pod connection
+                        # would be bridged straight back, past the un-DNAT; masquerading
+                        # makes it come back through the node
+                        "--masquerade-all",
+                        "--cluster-cidr",
+                        CLUSTER_NETWORK,
+                    ],
+                )
+            self._spawn(
+                state,
+                "dns",
+                machines[0].netns,
+                [*base, "dns", "--listen", state.dns],
+            )
+            say(f"dns: started on {state.dns} in {machines[0].netns}")
             if router:
                 state.router_http_port, state.router_https_port = http_port, https_port
                 self._spawn(
@@ -190,10 +235,56 @@ class Lab:
                 )
                 say(f"router: started on {machines[0].host_ip}:{http_port}/{https_port}")
             self._save(state)
+            self.wait_ready(state, say=say)
             return state
         except BaseException:
             self.down()
             raise
+
+    def wait_ready(
+        self, state: LabState, *, say: Callable[[str], None], timeout: float = 60.0
+    ) -> None:
+        """Until every node is Ready with a HostSubnet; a process that died is an error."""
+        import asyncio
+
+        from shiftnet.api import HostSubnet, Node
+        from shiftnet.client import Client
+        from shiftnet.store import open_store
+
+        names = [n["name"] for n in state.nodes]
+
+        async def poll() -> None:
+            store = open_store(state.store)
+            try:
+                client = Client(store)
+                seen: set[str] = set()
+                deadline = time.monotonic() + timeout
+                while True:
+                    for p in state.processes:
+                        if not _alive(p.pid):
+                            raise LabError(
+                                f"lab {p.role} (pid {p.pid}) exited; see its log {p.log}"
+                            )
+                    nodes = {n.name: n for n in await client.list(Node)}
+                    subnets = {h.host or h.name: h for h in await client.list(HostSubnet)}
+                    for name in names:
+                        node, hs = nodes.get(name), subnets.get(name)
+                        ready = node is not None and any(
+                            c.type == "Ready" and c.status == "True" for c in node.status.conditions
+                        )
+                        if name not in seen and ready and hs is not None and hs.subnet:
+                            seen.add(name)
+                            say(f"node {name}: Ready, subnet {hs.subnet}")
+                    if len(seen) == len(names):
+                        return
+                    if time.monotonic() > deadline:
+                        missing = ", ".join(sorted(set(names) - seen))
+                        raise LabError(f"lab nodes not Ready after {timeout:g}s: {missing}")
+                    await asyncio.sleep(0.2)
+            finally:
+                await store.close()
+
+        asyncio.run(poll())
 
     def down(self, progress: bool = False) -> list[str]:
         state = self.load()
@@ -203,6 +294,9 @@ class Lab:
                 if _stop_group(p.pid):
                     stopped.append(f"{p.role} (pid {p.pid})")
         removed = self.underlay.down()
+        for name in removed:  # resolv.conf of pods whose agent could not tear them down
+            if name.startswith("sn-pod-"):
+                shutil.rmtree(ETC_NETNS / name, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             self.state_file.unlink()
         if progress:
@@ -210,6 +304,18 @@ class Lab:
                 print(f"stopped {s}")
             print(f"removed {len(removed)} network namespaces")
         return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child (another shiftnet lab command started it)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return done == 0
 
 
 def _stop_group(pid: int, grace: float = 10.0) -> bool:

@@ -21,12 +21,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyroute2 import IPRoute, NetNS, netns
+from pyroute2 import config as pyroute2_config
 from pyroute2.netlink.exceptions import NetlinkError
 
 from shiftnet.errors import ShiftnetError
 from shiftnet.sdn.topology import BRIDGE, VXLAN, NodeNetwork, masquerade_ruleset
 
 log = logging.getLogger(__name__)
+
+# pyroute2 forks a helper per network-namespace operation and ends it with SIGTERM.
+# A fork inherits asyncio's signal handlers and wakeup fd, so the helper's SIGTERM
+# would reach the agent's event loop as if the agent itself were told to stop.
+# This makes the helper take SIGTERM the default way (it just dies).
+pyroute2_config.disable_mp_signal = True
 
 NUD_PERMANENT = 0x80
 NTF_SELF = 0x02
