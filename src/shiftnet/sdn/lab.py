@@ -127,6 +127,49 @@ class Lab:
         state.processes.append(LabProcess(role, proc.pid, netns, str(log_path)))
         self._save(state)
 
+    def _agent_argv(self, state: LabState, name: str) -> list[str]:
+        node = next(n for n in state.nodes if n["name"] == name)
+        return [
+            *shiftnet_argv(),
+            "node",
+            "--network",
+            "sdn",
+            "--node-name",
+            name,
+            "--host-ip",
+            node["hostIP"],
+            "--dns",
+            state.dns,
+        ]
+
+    def stop_agent(self, name: str, sig: int = signal.SIGTERM) -> None:
+        """Stop node ``name``'s agent: SIGTERM stops its pods too, SIGKILL leaves them
+        running (a crash); the next :meth:`start_agent` adopts them."""
+        state = self._loaded()
+        role = f"node-{name}"
+        for p in [p for p in state.processes if p.role == role]:
+            if sig == signal.SIGKILL:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                _reap(p.pid)
+            else:
+                _stop_group(p.pid)
+            state.processes.remove(p)
+        self._save(state)
+
+    def start_agent(self, name: str) -> None:
+        state = self._loaded()
+        node = next((n for n in state.nodes if n["name"] == name), None)
+        if node is None:
+            raise LabError(f'lab "{self.prefix}" has no node "{name}"')
+        self._spawn(state, f"node-{name}", node["netns"], self._agent_argv(state, name))
+
+    def _loaded(self) -> LabState:
+        state = self.load()
+        if state is None:
+            raise LabError(f'lab "{self.prefix}" is not up')
+        return state
+
     # ------------------------------------------------------------ up / down
 
     def up(
@@ -176,23 +219,7 @@ class Lab:
             dns_ip = machines[0].host_ip
             state.dns = f"{dns_ip}:53"
             for m in machines:
-                self._spawn(
-                    state,
-                    f"node-{m.name}",
-                    m.netns,
-                    [
-                        *base,
-                        "node",
-                        "--network",
-                        "sdn",
-                        "--node-name",
-                        m.name,
-                        "--host-ip",
-                        m.host_ip,
-                        "--dns",
-                        state.dns,
-                    ],
-                )
+                self._spawn(state, f"node-{m.name}", m.netns, self._agent_argv(state, m.name))
                 say(f"node {m.name}: agent started in {m.netns} ({m.host_ip})")
                 self._spawn(
                     state,
@@ -304,6 +331,19 @@ class Lab:
                 print(f"stopped {s}")
             print(f"removed {len(removed)} network namespaces")
         return removed
+
+
+def _reap(pid: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return
+        except ChildProcessError:
+            if not _alive(pid):
+                return
+        time.sleep(0.02)
 
 
 def _alive(pid: int) -> bool:

@@ -215,6 +215,9 @@ class NodeNetworkDriver:
                 )
                 hidx = _index(ipr, host_if)
                 ipr.link("set", index=hidx, master=_index(ipr, BRIDGE), mtu=net.mtu, state="up")
+                # hairpin: a pod reaching itself through a Service ClusterIP gets its
+                # DNATed packet back out of the port it came in by (kubelet does the same)
+                ipr.brport("set", index=hidx, mode=1)
                 lo = _index(pod, "lo")
                 pod.link("set", index=lo, state="up")
                 eth0 = _index(pod, "eth0")
