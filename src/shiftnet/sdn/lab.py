@@ -258,6 +258,10 @@ class Lab:
                         str(http_port),
                         "--https-port",
                         str(https_port),
+                        # a lab needs few connections; HAProxy's own estimate of the
+                        # descriptors it needs with TLS can exceed a low open-file limit
+                        "--max-connections",
+                        "4000",
                     ],
                 )
                 say(f"router: started on {machines[0].host_ip}:{http_port}/{https_port}")

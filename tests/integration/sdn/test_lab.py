@@ -1,0 +1,269 @@
+"""``shiftnet lab up --nodes 3``: a whole SDN cluster, checked with real packets (root only).
+
+One lab for the module (building it is the slow part); the tests run in file
+order and the last one removes a node.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyroute2 import NetNS, netns
+from tests.support.sdn_lab import (
+    ECHO_PEER,
+    POD_SERVER,
+    TCP_ASK,
+    LabHandle,
+    http_get,
+    in_ns,
+    manifests,
+    new_prefix,
+    shiftnet,
+)
+
+from shiftnet.api import Endpoints, HostSubnet, Pod
+from shiftnet.client import Client
+from shiftnet.sdn.lab import Lab
+from shiftnet.sdn.sdnmode import ETC_NETNS
+from shiftnet.sdn.underlay import INTERNET_ADDRESS
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+]
+
+# pod name -> node index
+PLACEMENT = {"a1": 1, "a2": 1, "b": 2, "c": 3}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
+    state_dir = tmp_path_factory.mktemp("lab")
+    prefix = new_prefix()
+    handle: LabHandle | None = None
+    pids: list[int] = []
+    try:
+        out = shiftnet(
+            "--state-dir", str(state_dir), "lab", "up", "--nodes", "3", "--prefix", prefix
+        )
+        assert "Ready, subnet 10.1." in out
+        raw = Lab(state_dir, prefix).load()
+        assert raw is not None
+        handle = LabHandle(state_dir, prefix, raw.store, raw.nodes)
+        server = state_dir / "podserver.py"
+        server.write_text(POD_SERVER)
+        names = {i: handle.node(i)["name"] for i in (1, 2, 3)}
+        manifest = manifests(server, {p: names[i] for p, i in PLACEMENT.items()})
+        (state_dir / "app.json").write_text(__import__("json").dumps(manifest))
+        handle.cli("apply", "-f", str(state_dir / "app.json"))
+
+        def ready() -> bool:
+            pods = handle.pods() if handle else {}
+            return len(pods) == 4 and all(
+                p.status.pod_ip and any(c.ready for c in p.status.container_statuses)
+                for p in pods.values()
+            )
+
+        handle.wait("4 pods running and ready", ready, timeout=60)
+        pids = [p["pid"] for p in handle.state()["processes"]]
+        yield handle
+    finally:
+        shiftnet("--state-dir", str(state_dir), "lab", "down", "--prefix", prefix)
+        left = [n for n in netns.listnetns() if n.startswith(prefix)]
+        if handle is not None:
+            pids += (
+                [p["pid"] for p in handle.state().get("processes", [])]
+                if (state_dir / "lab" / prefix / "lab.json").exists()
+                else []
+            )
+        assert left == [], f"namespaces left behind: {left}"
+        alive = [p for p in pids if _alive(p)]
+        assert alive == [], f"lab processes left behind: {alive}"
+
+
+def _pods(lab: LabHandle) -> dict[str, Pod]:
+    return lab.pods()
+
+
+def test_pod_to_pod_same_node_and_across_vxlan(lab: LabHandle) -> None:
+    pods = _pods(lab)
+    a1 = pods["a1"]
+    src = lab.pod_ns(a1)
+    for target in ("a2", "b", "c"):
+        body = http_get(src, f"http://{pods[target].status.pod_ip}:8080/")
+        # the server sees the pod's own address: no NAT between pods
+        assert body == f"{target} {a1.status.pod_ip}"
+    # the path really is what the devices say
+    same = lab.lab("trace", "a1", "a2").splitlines()[1]
+    assert same.startswith("eth0 → veth") and same.count("br0") == 1 and "vxlan0" not in same
+    far = lab.lab("trace", "a1", "b").splitlines()[1]
+    n1, n2 = lab.node(1)["hostIP"], lab.node(2)["hostIP"]
+    assert f"br0 → vxlan0 → (underlay eth0 {n1} → {n2}) → vxlan0 → br0" in far
+    assert far.endswith("→ eth0")
+
+
+def test_pod_to_service_cluster_ip_and_dns_name(lab: LabHandle) -> None:
+    async def svc(c: Client) -> tuple[str, list[str]]:
+        from shiftnet.api import Service
+
+        s = await c.get(Service, "default", "web")
+        ep = await c.get(Endpoints, "default", "web")
+        ready = [a.ip for sub in ep.subsets for a in sub.addresses]
+        return s.spec.cluster_ip or "", ready
+
+    cluster_ip, _ = lab.read(svc)
+    assert cluster_ip.startswith("172.30.")
+    lab.wait("4 ready endpoints", lambda: len(lab.read(svc)[1]) == 4)
+    src = lab.pod_ns(_pods(lab)["b"])
+    seen = {http_get(src, f"http://{cluster_ip}/").split()[0] for _ in range(24)}
+    assert len(seen) >= 2, f"kernel proxy always picked {seen}"
+    # the pod's own /etc/resolv.conf (ip netns exec bind-mounts /etc/netns/<ns>/)
+    resolv = in_ns(src, "cat", "/etc/resolv.conf")
+    assert "search default.svc.cluster.local svc.cluster.local cluster.local" in resolv
+    assert f"nameserver {lab.node(1)['hostIP']}" in resolv
+    for name in ("web", "web.default.svc.cluster.local"):
+        assert http_get(src, f"http://{name}/").split()[0] in PLACEMENT
+
+
+def test_pod_to_outside_is_masqueraded_behind_node(lab: LabHandle) -> None:
+    server = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            lab.inet,
+            sys.executable,
+            "-c",
+            ECHO_PEER,
+            INTERNET_ADDRESS,
+            "9099",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        pods = _pods(lab)
+        for name, i in (("a1", 1), ("c", 3)):
+            seen = in_ns(
+                lab.pod_ns(pods[name]), sys.executable, "-c", TCP_ASK, INTERNET_ADDRESS, "9099"
+            ).strip()
+            assert seen == lab.node(i)["hostIP"]
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_external_client_through_router_reaches_pods_on_every_node(lab: LabHandle) -> None:
+    node1 = lab.node(1)["hostIP"]
+    seen: set[str] = set()
+
+    def one() -> str:
+        out = in_ns(
+            lab.inet,
+            "curl",
+            "-sk",
+            "-m",
+            "3",
+            "--resolve",
+            f"web.lab.example:443:{node1}",
+            "https://web.lab.example/",
+            check=False,
+        ).strip()
+        if out:
+            seen.add(out.split()[0])
+        return out
+
+    lab.wait("the route serving every pod", lambda: (one(), seen >= set(PLACEMENT))[1], timeout=30)
+
+
+def test_agent_killed_and_restarted_keeps_pods_connected(lab: LabHandle) -> None:
+    handle = Lab(lab.state_dir, lab.prefix)
+    name2 = lab.node(2)["name"]
+    pods = _pods(lab)
+    b_ip = pods["b"].status.pod_ip
+    src = lab.pod_ns(pods["a1"])
+    pid_before = _server_pid(lab, pods["b"])
+    handle.stop_agent(name2, signal.SIGKILL)
+    assert http_get(src, f"http://{b_ip}:8080/").startswith("b ")
+    handle.start_agent(name2)
+
+    def readopted() -> bool:
+        log = (lab.state_dir / "lab" / lab.prefix / f"node-{name2}.log").read_text()
+        return log.count("running its pods") >= 2
+
+    lab.wait("the restarted agent", readopted)
+    for _ in range(5):
+        assert http_get(src, f"http://{b_ip}:8080/").startswith("b ")
+    after = _pods(lab)["b"]
+    assert after.status.pod_ip == b_ip
+    assert _server_pid(lab, after) == pid_before  # adopted, not restarted
+    assert after.status.container_statuses[0].restart_count == 0
+
+
+def _server_pid(lab: LabHandle, pod: Pod) -> int:
+    pids = netns.ns_pids().get(lab.pod_ns(pod), [])
+    assert len(pids) == 1, pids
+    return int(pids[0])
+
+
+def test_node_removed_releases_subnet_and_routes(lab: LabHandle) -> None:
+    handle = Lab(lab.state_dir, lab.prefix)
+    node3 = lab.node(3)
+    c_ns = lab.pod_ns(_pods(lab)["c"])
+
+    async def subnets(c: Client) -> dict[str, str]:
+        return {h.host: h.subnet for h in await c.list(HostSubnet)}
+
+    gone = lab.read(subnets)[node3["name"]]
+    handle.stop_agent(node3["name"])
+    lab.cli("delete", "node", node3["name"])
+    lab.wait("the HostSubnet released", lambda: node3["name"] not in lab.read(subnets))
+
+    def routes_on(i: int) -> list[str]:
+        with NetNS(lab.node(i)["netns"]) as ipr:
+            return [
+                f"{r.get_attr('RTA_DST')}/{r['dst_len']}"
+                for r in ipr.get_routes(family=2)
+                if r.get_attr("RTA_DST")
+            ]
+
+    for i in (1, 2):
+        lab.wait(f"node{i} drops the route to {gone}", lambda i=i: gone not in routes_on(i))
+    assert c_ns not in netns.listnetns()  # the stopped agent took its pod down
+    assert not (ETC_NETNS / c_ns).exists()
+    # the remaining nodes still reach each other
+    pods = _pods(lab)
+    assert http_get(lab.pod_ns(pods["a1"]), f"http://{pods['b'].status.pod_ip}:8080/").startswith(
+        "b "
+    )
+
+
+def test_trace_cli_is_registered(lab: LabHandle) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "shiftnet", "lab", "trace", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "POD_A" in out and "POD_B" in out
+    assert Path(lab.state_dir / "lab" / lab.prefix / "lab.json").exists()
