@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import time
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter, Histogram
 
-from shiftnet.errors import ConfigError, ShiftnetError
-from shiftnet.proxy import iptables, nftables
+from shiftnet.errors import ConfigError, InvalidInput, ShiftnetError
+from shiftnet.proxy import iptables, nftables, nftnl
 from shiftnet.proxy.libnft import LibnftSession, LibnftUnavailable
 from shiftnet.proxy.model import ServiceTable, TableDiff
 
@@ -97,6 +98,9 @@ class KernelProxier:
         self.last_apply_seconds = 0.0
         self._libnft: LibnftSession | None = None
         self._libnft_failed = False
+        self._netlink: nftnl.NftNetlink | None = None
+        self._live_suffix: str | None = None  # which map set rules use; None: ask the kernel
+        self.last_full_steps: dict[str, float] = {}  # seconds per step of the last fast full sync
 
     async def sync(self, table: ServiceTable, diff: TableDiff | None = None) -> None:
         """Apply ``table``; with ``diff`` (and nftables, and in sync) only what changed."""
@@ -109,9 +113,9 @@ class KernelProxier:
                     if diff.empty:
                         return
                     script = nftables.render_update(nftables.update_pairs(diff, self.nft), self.nft)
-                else:
-                    script = nftables.render_full(table, self.nft)
-                await self.apply_nft(script, full=kind == "full")
+                    await self.apply_nft(script)
+                elif not await self._full_nft_flip(table):
+                    await self.apply_nft(nftables.render_full(table, self.nft), full=True)
             else:
                 await self._sync_iptables(table)
         except KernelApplyError as exc:
@@ -156,7 +160,99 @@ class KernelProxier:
                 return
         await run_command(["nft", "-f", "-"], script, self.config.netns)
 
+    async def _full_nft_flip(self, table: ServiceTable) -> bool:
+        """Full sync without parsing the map elements: fill standby maps over raw
+        netlink, then one small nft transaction points the rules at them (atomic flip).
+
+        False when this path is not available (no libnftables, or the kernel shows
+        both map sets and which one is live is unknown): the caller then loads the
+        whole table as text in one transaction.
+        """
+        session = await self._session()
+        if session is None:
+            return False
+        steps: dict[str, float] = {}
+        mark = time.perf_counter()
+
+        def step(name: str) -> None:
+            nonlocal mark
+            now = time.perf_counter()
+            steps[name] = now - mark
+            mark = now
+
+        name = self.nft.table
+        try:
+            if self._netlink is None:
+                self._netlink = await session.call(nftnl.NftNetlink)
+            nl = self._netlink
+            chains, sets = await session.call(lambda: nl.names(name))
+        except OSError as exc:
+            raise KernelApplyError(f"listing nft table {name}: {exc}") from None
+        live = self._live_suffix
+        if live is None:
+            found = [s for s in nftables.MAP_SUFFIXES if nftables.SERVICE_MAP + s in sets]
+            if len(found) > 1:
+                log.info("both nft map sets present, loading the table as text table=%s", name)
+                return False
+            live = found[0] if found else nftables.MAP_SUFFIXES[1]
+        standby = next(s for s in nftables.MAP_SUFFIXES if s != live)
+        cfg = dataclasses.replace(self.nft, maps_suffix=standby)
+        described = nftables.describe_all(table, cfg)
+        verdict_maps = {nftables.map_name(m, cfg) for m in nftables.VERDICT_MAPS}
+        try:
+            runs = {
+                m: (nftnl.encode_verdicts(v) if m in verdict_maps else nftnl.encode_endpoints(v))
+                for m, v in nftables.map_elements(described).items()
+            }
+        except InvalidInput as exc:
+            raise KernelApplyError(str(exc)) from None
+        prepare = nftables.render_prepare(described, cfg, sets)
+        swap = nftables.render_swap(described, cfg, chains, sets)
+        step("render_s")
+        await self._run_libnft(session, prepare)
+        step("prepare_s")
+        try:
+            batches = await session.call(lambda: nl.add_elements(name, runs))
+        except OSError as exc:
+            raise KernelApplyError(f"loading map elements: {exc}") from None
+        step("elements_s")
+        await self._run_libnft(session, swap)
+        step("swap_s")
+        self.nft, self._live_suffix = cfg, standby
+        self.last_full_steps = steps
+        log.info(
+            "nft full sync by flip maps=%s batches=%d %s",
+            standby or "a",
+            batches,
+            " ".join(f"{k}={v:.3f}" for k, v in steps.items()),
+        )
+        return True
+
+    async def _session(self) -> LibnftSession | None:
+        if self._libnft is None and not self._libnft_failed:
+            self._libnft = LibnftSession(self.config.netns)
+        if self._libnft is None:
+            return None
+        try:
+            await self._libnft.call(lambda: None)
+        except LibnftUnavailable as exc:
+            log.info("libnftables unavailable, using the nft binary reason=%s", exc)
+            self._libnft.close()
+            self._libnft, self._libnft_failed = None, True
+            return None
+        return self._libnft
+
+    @staticmethod
+    async def _run_libnft(session: LibnftSession, script: str) -> None:
+        rc, err = await session.run(script)
+        if rc != 0:
+            lines = [line for line in err.strip().splitlines() if line.strip()][:3]
+            raise KernelApplyError(f"nft refused the ruleset: {' | '.join(lines)}")
+
     def close(self) -> None:
+        if self._netlink is not None and self._libnft is not None:
+            self._libnft._pool.submit(self._netlink.close)
+        self._netlink = None
         if self._libnft is not None:
             self._libnft.close()
             self._libnft = None
@@ -199,6 +295,8 @@ class KernelProxier:
         if self.config.mode == "nftables":
             name = nftables.nft_value("name", self.config.nft_table)
             await self.apply_nft(f"add table ip {name}\ndelete table ip {name}\n")
+            self.nft = dataclasses.replace(self.nft, maps_suffix="")
+            self._live_suffix = None
         else:
             for tbl, chain, target in iptables.JUMPS:
                 with contextlib.suppress(KernelApplyError):

@@ -16,7 +16,11 @@ import asyncio
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
 
 CLONE_NEWNET = 0x40000000
 
@@ -99,6 +103,12 @@ class LibnftSession:
         return await asyncio.get_running_loop().run_in_executor(
             self._pool, self._run, script, fresh
         )
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the session's thread (inside its network namespace): how raw
+        netlink sockets (``nftnl``) are opened in, and used from, the right namespace."""
+        await asyncio.wrap_future(self._ready)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     def close(self) -> None:
         def free() -> None:

@@ -42,6 +42,8 @@ SERVICE_MAP = "service-ips"
 ENDPOINTS_MAPS = {"tcp": "endpoints-tcp", "udp": "endpoints-udp"}
 NO_ENDPOINTS_MAP = "no-endpoint-services"
 SPREADS = ("random", "roundrobin")
+MAP_SUFFIXES = ("", "-b")
+VERDICT_MAPS = (SERVICE_MAP, NO_ENDPOINTS_MAP)
 
 _COMMENT_RE = re.compile(r"^[A-Za-z0-9._/:-]{1,128}$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
@@ -95,9 +97,12 @@ class NftConfig:
     spread: str = "random"  # or "roundrobin" (numgen inc)
     cluster_cidr: str | None = None  # mark for masquerade traffic from outside it
     masquerade_all: bool = False
+    maps_suffix: str = ""  # "" or "-b": which of the two map sets is live (see render_swap)
 
     def __post_init__(self) -> None:
         nft_value("name", self.table)
+        if self.maps_suffix not in MAP_SUFFIXES:
+            raise InvalidInput(f"nftables: maps suffix {self.maps_suffix!r} is not '' or '-b'")
         if self.spread not in SPREADS:
             raise InvalidInput(
                 f"nftables: spread {self.spread!r} is not one of {', '.join(SPREADS)}"
@@ -136,37 +141,49 @@ def _masquerade_rule(config: NftConfig) -> list[str]:
     return []
 
 
-def _dnat_by_index(gen: str, n: int) -> list[str]:
+def map_name(base: str, config: NftConfig) -> str:
+    """The live name of one of the four maps (the suffix flips on every fast full sync)."""
+    return base + config.maps_suffix
+
+
+def all_map_names(config: NftConfig) -> list[str]:
+    bases = [SERVICE_MAP, NO_ENDPOINTS_MAP, *sorted(ENDPOINTS_MAPS.values())]
+    return [map_name(b, config) for b in bases]
+
+
+def _dnat_by_index(gen: str, n: int, config: NftConfig) -> list[str]:
     return [
-        f"meta l4proto {p} dnat ip to ip daddr . {p} dport . numgen {gen} mod {n} map @{m}"
+        f"meta l4proto {p} dnat ip to ip daddr . {p} dport . numgen {gen} mod {n} "
+        f"map @{map_name(m, config)}"
         for p, m in sorted(ENDPOINTS_MAPS.items())
     ]
 
 
 def spread_chain(n: int, config: NftConfig) -> tuple[str, tuple[str, ...]]:
     """The shared chain for every non-affinity service with ``n`` endpoints."""
-    return f"spread-{n}", tuple(_masquerade_rule(config) + _dnat_by_index("random", n))
+    return f"spread-{n}", tuple(_masquerade_rule(config) + _dnat_by_index("random", n, config))
 
 
 def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
     """The map elements, chains and sets of one service port."""
     key = _key(entry)
     if not entry.backends:
-        return NftService(NO_ENDPOINTS_MAP, f"{key} : goto reject-service")
+        return NftService(map_name(NO_ENDPOINTS_MAP, config), f"{key} : goto reject-service")
     n = len(entry.backends)
     targets = [f"{nft_value('ipv4', b.ip)} . {nft_value('port', b.port)}" for b in entry.backends]
     if not entry.affinity:
         proto = nft_value("proto", entry.protocol)
         vip = f"{nft_value('ipv4', entry.cluster_ip)} . {nft_value('port', entry.port)}"
-        emap = ENDPOINTS_MAPS[proto]
+        emap = map_name(ENDPOINTS_MAPS[proto], config)
         elements = tuple(f"{vip} . {i} : {t}" for i, t in enumerate(targets))
         if config.spread == "random":
             element = f"{key} : goto spread-{n}"
-            return NftService(SERVICE_MAP, element, emap, elements, spread=n)
+            return NftService(map_name(SERVICE_MAP, config), element, emap, elements, spread=n)
         comment = f"comment {nft_value('comment', str(entry.id))}"
         svc = f"svc-{service_hash(entry)}"
-        rules = (comment, *_masquerade_rule(config), *_dnat_by_index("inc", n))
-        return NftService(SERVICE_MAP, f"{key} : goto {svc}", emap, elements, {svc: rules})
+        rules = (comment, *_masquerade_rule(config), *_dnat_by_index("inc", n, config))
+        smap = map_name(SERVICE_MAP, config)
+        return NftService(smap, f"{key} : goto {svc}", emap, elements, {svc: rules})
     comment = f"comment {nft_value('comment', str(entry.id))}"
     svc = f"svc-{service_hash(entry)}"
     chains: dict[str, tuple[str, ...]] = {}
@@ -190,12 +207,13 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
         svc_rules.append(f"numgen {gen} mod {n - i} == 0 goto {sep}")
     svc_rules.append(f"goto {seps[-1]}")
     chains[svc] = tuple(svc_rules)
-    return NftService(SERVICE_MAP, f"{key} : goto {svc}", "", (), chains, sets)
+    return NftService(map_name(SERVICE_MAP, config), f"{key} : goto {svc}", "", (), chains, sets)
 
 
 def _base(config: NftConfig) -> list[str]:
     mark = f"0x{MASQ_MARK:x}"
     key = "ip daddr . meta l4proto . th dport"
+    no_endpoints, services = map_name(NO_ENDPOINTS_MAP, config), map_name(SERVICE_MAP, config)
     return [
         "\tchain prerouting {",
         "\t\ttype nat hook prerouting priority -100; policy accept;",
@@ -213,14 +231,14 @@ def _base(config: NftConfig) -> list[str]:
         "\t}",
         "\tchain filter-forward {",
         "\t\ttype filter hook forward priority -110; policy accept;",
-        f"\t\tct state new {key} vmap @{NO_ENDPOINTS_MAP}",
+        f"\t\tct state new {key} vmap @{no_endpoints}",
         "\t}",
         "\tchain filter-output {",
         "\t\ttype filter hook output priority -110; policy accept;",
-        f"\t\tct state new {key} vmap @{NO_ENDPOINTS_MAP}",
+        f"\t\tct state new {key} vmap @{no_endpoints}",
         "\t}",
         "\tchain services {",
-        f"\t\t{key} vmap @{SERVICE_MAP}",
+        f"\t\t{key} vmap @{services}",
         "\t}",
         "\tchain mark-for-masquerade {",
         f"\t\tmeta mark set meta mark | {mark}",
@@ -250,19 +268,31 @@ def _endpoints_type(proto: str) -> str:
     return f"typeof ip daddr . {proto} dport . numgen random mod 1 : ip daddr . {proto} dport"
 
 
+def _map_heads(config: NftConfig) -> list[tuple[str, str]]:
+    heads = [(SERVICE_MAP, VERDICT_MAP), (NO_ENDPOINTS_MAP, VERDICT_MAP)]
+    heads += [(m, _endpoints_type(p)) for p, m in sorted(ENDPOINTS_MAPS.items())]
+    return [(map_name(m, config), head) for m, head in heads]
+
+
+def map_elements(described: Sequence[NftService]) -> dict[str, list[str]]:
+    """Map name -> its elements, in service order."""
+    out: dict[str, list[str]] = {}
+    for d in described:
+        if d.element:
+            out.setdefault(d.element_map, []).append(d.element)
+        if d.endpoint_elements:
+            out.setdefault(d.endpoint_map, []).extend(d.endpoint_elements)
+    return out
+
+
 def render_full(table: ServiceTable, config: NftConfig) -> str:
     """The whole table, replacing any previous one in the same transaction."""
     name = nft_value("name", config.table)
     described = [describe(e, config) for e in table.sorted_entries()]
     out = [f"add table ip {name}", f"delete table ip {name}", f"table ip {name} {{"]
-    by_map: dict[str, list[str]] = {SERVICE_MAP: [], NO_ENDPOINTS_MAP: []}
-    for d in described:
-        by_map[d.element_map].append(d.element)
-    out += _map(SERVICE_MAP, VERDICT_MAP, by_map[SERVICE_MAP])
-    out += _map(NO_ENDPOINTS_MAP, VERDICT_MAP, by_map[NO_ENDPOINTS_MAP])
-    for proto, emap in sorted(ENDPOINTS_MAPS.items()):
-        elements = [x for d in described if d.endpoint_map == emap for x in d.endpoint_elements]
-        out += _map(emap, _endpoints_type(proto), elements)
+    elements = map_elements(described)
+    for mname, head in _map_heads(config):
+        out += _map(mname, head, elements.get(mname, []))
     for d in described:
         for set_name, body in sorted(d.sets.items()):
             out.append(f"\tset {set_name} {{ {body} }}")
@@ -274,6 +304,76 @@ def render_full(table: ServiceTable, config: NftConfig) -> str:
             out += _chain(chain, rules)
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def describe_all(table: ServiceTable, config: NftConfig) -> list[NftService]:
+    return [describe(e, config) for e in table.sorted_entries()]
+
+
+def render_prepare(
+    described: Sequence[NftService], config: NftConfig, existing_sets: Iterable[str]
+) -> str:
+    """First step of a fast full sync: empty maps under the *standby* names.
+
+    ``config.maps_suffix`` names the standby maps; no rule references them yet, so
+    filling them (in as many transactions as needed, see ``nftnl``) changes no
+    traffic. Leftovers of an earlier attempt are dropped first. Every chain a map
+    verdict may name is created (empty, or kept as it is) so the elements can refer
+    to it; ``render_swap`` then gives the chains their rules.
+    """
+    t = f"ip {nft_value('name', config.table)}"
+    out = [f"add table {t}"]
+    present = set(existing_sets)
+    for mname, head in _map_heads(config):
+        if mname in present:
+            out.append(f"delete map {t} {mname}")
+        out.append(f"add map {t} {mname} {{ {head}; }}")
+    for chain in _chain_names(described, config):
+        out.append(f"add chain {t} {chain}")
+    return "\n".join(out) + "\n"
+
+
+def _chain_names(described: Sequence[NftService], config: NftConfig) -> list[str]:
+    names = {"reject-service"} | {f"spread-{d.spread}" for d in described if d.spread}
+    names |= {c for d in described for c in d.chains}
+    return sorted(names)
+
+
+def render_swap(
+    described: Sequence[NftService],
+    config: NftConfig,
+    existing_chains: Iterable[str],
+    existing_sets: Iterable[str],
+) -> str:
+    """Last step of a fast full sync, one small transaction: point every rule at the
+    freshly filled maps and remove everything else, so traffic sees the old table
+    or the new one, never a mix (the same guarantee as ``render_full``'s delete and
+    re-create, without parsing the elements)."""
+    name = nft_value("name", config.table)
+    t = f"ip {name}"
+    keep_sets = set(all_map_names(config)) | {s for d in described for s in d.sets}
+    base = [line.strip() for line in _base(config) if line.startswith("\tchain ")]
+    keep_chains = set(_chain_names(described, config)) | {b.split()[1] for b in base}
+    out = [f"flush table {t}"]  # every rule goes; the maps and sets are objects, they stay
+    ours = {b + sfx for b in _MAP_BASES for sfx in MAP_SUFFIXES}
+    stale = sorted(s for s in set(existing_sets) - keep_sets if not s.startswith("__"))
+    out += [f"delete {'map' if s in ours else 'set'} {t} {s}" for s in stale]
+    out += [f"delete chain {t} {c}" for c in sorted(set(existing_chains) - keep_chains)]
+    out.append(f"table {t} {{")
+    for d in described:
+        for set_name, body in sorted(d.sets.items()):
+            out.append(f"\tset {set_name} {{ {body} }}")
+    out += _base(config)
+    for n in sorted({d.spread for d in described if d.spread}):
+        out += _chain(*spread_chain(n, config))
+    for d in described:
+        for chain, rules in sorted(d.chains.items()):
+            out += _chain(chain, rules)
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+_MAP_BASES = (SERVICE_MAP, NO_ENDPOINTS_MAP, *ENDPOINTS_MAPS.values())
 
 
 def render_update(
