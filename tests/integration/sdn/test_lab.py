@@ -40,7 +40,7 @@ pytestmark = [
 ]
 
 # pod name -> node index
-PLACEMENT = {"a1": 1, "a2": 1, "b": 2, "c": 3}
+PLACEMENT = {"a1": 1, "a2": 1, "b": 2, "c": 3, "d": 2}
 
 
 def _alive(pid: int) -> bool:
@@ -78,12 +78,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
 
         def ready() -> bool:
             pods = handle.pods() if handle else {}
-            return len(pods) == 4 and all(
+            return len(pods) == len(PLACEMENT) and all(
                 p.status.pod_ip and any(c.ready for c in p.status.container_statuses)
                 for p in pods.values()
             )
 
-        handle.wait("4 pods running and ready", ready, timeout=60)
+        handle.wait("pods running and ready", ready, timeout=60)
         pids = [p["pid"] for p in handle.state()["processes"]]
         yield handle
     finally:
@@ -132,7 +132,7 @@ def test_pod_to_service_cluster_ip_and_dns_name(lab: LabHandle) -> None:
 
     cluster_ip, _ = lab.read(svc)
     assert cluster_ip.startswith("172.30.")
-    lab.wait("4 ready endpoints", lambda: len(lab.read(svc)[1]) == 4)
+    lab.wait("ready endpoints", lambda: len(lab.read(svc)[1]) == len(PLACEMENT))
     src = lab.pod_ns(_pods(lab)["b"])
     seen = {http_get(src, f"http://{cluster_ip}/").split()[0] for _ in range(24)}
     assert len(seen) >= 2, f"kernel proxy always picked {seen}"
@@ -203,8 +203,11 @@ def test_agent_killed_and_restarted_keeps_pods_connected(lab: LabHandle) -> None
     b_ip = pods["b"].status.pod_ip
     src = lab.pod_ns(pods["a1"])
     pid_before = _server_pid(lab, pods["b"])
+    d_ns, d_pid = lab.pod_ns(pods["d"]), _server_pid(lab, pods["d"])
     handle.stop_agent(name2, signal.SIGKILL)
     assert http_get(src, f"http://{b_ip}:8080/").startswith("b ")
+    lab.cli("delete", "pod", "d")  # while no agent watches node2
+    assert d_ns in netns.listnetns()
     handle.start_agent(name2)
 
     def readopted() -> bool:
@@ -218,6 +221,10 @@ def test_agent_killed_and_restarted_keeps_pods_connected(lab: LabHandle) -> None
     assert after.status.pod_ip == b_ip
     assert _server_pid(lab, after) == pid_before  # adopted, not restarted
     assert after.status.container_statuses[0].restart_count == 0
+    # the deleted pod's process and sandbox were found and removed by the new agent
+    lab.wait("the stale pod namespace removed", lambda: d_ns not in netns.listnetns())
+    assert not _alive(d_pid)
+    assert not (ETC_NETNS / d_ns).exists()
 
 
 def _server_pid(lab: LabHandle, pod: Pod) -> int:
