@@ -248,6 +248,23 @@ def test_single_member_has_no_health_check() -> None:
     assert "check" not in block
 
 
+def test_spare_backends_per_kind_look_like_plain_routes() -> None:
+    config = dataclasses.replace(CONFIG, spare_backends=2)
+    text = cfg([f.route("a")], [f.endpoints("svc", ["10.0.0.1"])], config)
+    for prefix in ("be_spare_http", "be_spare_edge", "be_spare_secure", "be_spare_tcp"):
+        for i in range(2):
+            block = backend_block(text, f"{prefix}:{i}")
+            servers = [line for line in block.splitlines() if "server " in line]
+            assert len(servers) == 4 and all(line.endswith("weight 0 disabled") for line in servers)
+            assert "check" not in block  # a checked line costs a descriptor even when disabled
+        assert f"{prefix}:2" not in text
+    assert "cookie" not in backend_block(text, "be_spare_tcp:0")
+    assert " secure" in backend_block(text, "be_spare_edge:0")
+    assert "ssl verify none" in backend_block(text, "be_spare_secure:0")
+    none = dataclasses.replace(CONFIG, spare_backends=0)
+    assert "be_spare" not in cfg([f.route("a")], [], none)
+
+
 def test_annotations_render() -> None:
     route = f.route(
         "a",
@@ -315,7 +332,8 @@ def test_disable_cookies_and_forwarded_never() -> None:
 
 
 def test_forwarded_rules_are_written_once_per_policy() -> None:
-    text = cfg([f.route(f"r{i}") for i in range(50)])
+    text = cfg([f.route(f"r{i}") for i in range(50)], config=dataclasses.replace(
+        CONFIG, spare_backends=0))
     assert text.count("http-request add-header Forwarded") == 2  # append and if-none sections
     assert text.count("backend be_http:") == 50
     assert text.count(" from fwd_append\n") == 50

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from shiftnet.router import metrics
 from shiftnet.router.haproxy.files import read_file_set, write_file_set
+from shiftnet.router.haproxy.live import Fallback, LiveState, plan
 from shiftnet.router.haproxy.process import (
     CONFIG_NAME,
     ConfigCheckFailed,
@@ -265,13 +266,16 @@ class HAProxyDriver:
             else HAProxyProcess(self.work_dir)
         )
         self.staging_dir = self.work_dir / "staging"
+        self._owed_marker = self.work_dir / "reload-owed"
         self.runtime = RuntimeAPI(self.process.run_dir / ADMIN_SOCKET)
         self.reloads = 0
         self.runtime_applies = 0
         self.fallbacks = 0
         self.last_error: Exception | None = None
         self._desired: dict[str, bytes] | None = None
-        self._running: dict[str, bytes] | None = None  # what HAProxy is serving
+        self._loaded: dict[str, bytes] | None = None  # what HAProxy last loaded (start/reload)
+        self._on_disk: dict[str, bytes] | None = None  # what conf/ holds
+        self._live: LiveState | None = None  # what HAProxy effectively serves
         self._apply_lock = asyncio.Lock()
         self._runner = CoalescingRunner(
             self._sync, min_interval=reload_interval, name="haproxy-reload"
@@ -284,7 +288,12 @@ class HAProxyDriver:
         self.process.conf_dir.mkdir(parents=True, exist_ok=True)
         self.process.run_dir.mkdir(parents=True, exist_ok=True)
         if await self.process.adopt():
-            self._running = read_file_set(self.process.conf_dir)
+            self._loaded = read_file_set(self.process.conf_dir)
+            self._on_disk = dict(self._loaded)
+            self._live = LiveState.of(self._loaded)
+            # A router that stopped owing a reload left HAProxy serving runtime
+            # changes (spare backends) it can no longer describe: reload once.
+            self._live.clean = not self._owed_marker.exists()
         await self._runner.start()
         self._supervisor = asyncio.get_running_loop().create_task(
             self.process.supervise(), name="haproxy-supervisor"
@@ -302,10 +311,20 @@ class HAProxyDriver:
 
     # ------------------------------------------------------------------ apply
     async def apply(self, files: dict[str, bytes]) -> None:
-        """Make HAProxy serve ``files``: at once by runtime API, or by a coalesced reload."""
+        """Make HAProxy serve ``files``: at once by runtime API, or by a coalesced reload.
+
+        A change applied through the runtime API that leaves HAProxy serving
+        something other than the files on disk (a new route on a spare backend,
+        a deleted route's unused backend) still owes a reload: it is kicked
+        here and runs in the background, bounded by ``RELOAD_INTERVAL``.
+        """
         async with self._apply_lock:
             self._desired = dict(files)
-            if self._running is not None and await self._try_runtime(files):
+            if (
+                self._live is not None
+                and await self._try_runtime(files)
+                and self._live.clean
+            ):
                 return
         self._runner.kick()
 
@@ -313,76 +332,91 @@ class HAProxyDriver:
         """Apply the pending change now (tests, start-up)."""
         await self._runner.flush()
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Route backend -> spare backend serving it until the next reload."""
+        return dict(self._live.aliases) if self._live is not None else {}
+
     async def _try_runtime(self, files: dict[str, bytes]) -> bool:
-        running = self._running
-        assert running is not None
-        if files == running:
+        live = self._live
+        assert live is not None
+        if files == self._on_disk and live.clean:
             return True
-        if set(files) != set(running):
+        t0 = time.monotonic()
+        outcome = plan(live, files)
+        if isinstance(outcome, Fallback):
+            self._fallback(outcome.reason)
             return False
-        changed = sorted(n for n in files if files[n] != running[n])
-        if any(n != CONFIG_NAME and not n.endswith(".map") for n in changed):
-            return False  # certificates, crt-list, error pages: reload
-        cmds: list[str] = []
-        if CONFIG_NAME in changed:
-            old_text, new_text = running[CONFIG_NAME].decode(), files[CONFIG_NAME].decode()
-            slots = slot_commands(old_text, new_text)
-            if slots is None:
-                if _without_server_lines(old_text) == _without_server_lines(new_text):
-                    self._fallback("server-slots")
-                return False
-            cmds += slots
-        try:
-            for name in changed:
-                if name != CONFIG_NAME:
-                    cmds += map_commands(name, running[name], files[name])
-        except RuntimeAPIError:
-            return False  # a key or value the CLI cannot carry: reload
         if not self.process.alive():
             return False
+        for reason in sorted(outcome.deferred.values()):
+            self._fallback(reason)
         try:
-            await self.runtime.batch(cmds)
+            await self.runtime.batch(outcome.commands)
         except RuntimeAPIError as err:
             log.warning("runtime update refused, reloading instead error=%s", err)
             self._fallback("refused")
             return False
+        self._live = outcome.state
+        if not outcome.state.clean:
+            self._owed_marker.touch()
+        t1 = time.monotonic()
         write_file_set(self.process.conf_dir, files)
-        self._running = dict(files)
+        self._on_disk = dict(files)
+        metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t1)
         self.runtime_applies += 1
         metrics.RUNTIME_UPDATES.inc()
-        log.info("haproxy updated without reload commands=%d", len(cmds))
+        log.info(
+            "haproxy updated without reload commands=%d aliases=%d reload_owed=%s seconds=%.3f",
+            len(outcome.commands), len(outcome.state.aliases), not outcome.state.clean,
+            time.monotonic() - t0,
+        )
         return True
 
     def _fallback(self, reason: str) -> None:
         self.fallbacks += 1
         metrics.RUNTIME_FALLBACKS.labels(reason=reason).inc()
-        log.info("endpoint change needs a reload reason=%s", reason)
+        log.info("change needs a reload reason=%s", reason)
+
+    def _serving(self, files: dict[str, bytes]) -> bool:
+        return (
+            self._live is not None
+            and self._live.clean
+            and files == self._on_disk
+            and self.process.alive()
+        )
 
     async def _sync(self) -> None:
-        """The reload path: stage, check, write live, start or reload."""
+        """The reload path: stage, check, write live, start or reload.
+
+        ``haproxy -c`` (a second at 10,000 routes) runs without the apply
+        lock, so runtime changes keep flowing meanwhile; whatever arrived
+        during the reload is applied on top through the runtime API afterwards.
+        """
         async with self._apply_lock:
             desired = self._desired
-            if desired is None:
+            if desired is None or self._serving(desired):
                 return
-            if desired == self._running and self.process.alive():
-                return
-            t0 = time.monotonic()
-            try:
-                write_file_set(self.staging_dir, desired)
-                await self.process.check(self.staging_dir / CONFIG_NAME)
-            except ConfigCheckFailed as err:
-                self._failed("check", err)
-                raise
-            changed = write_file_set(self.process.conf_dir, desired).changed
-            metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t0)
+        t0 = time.monotonic()
+        try:
+            write_file_set(self.staging_dir, desired)
+            await self.process.check(self.staging_dir / CONFIG_NAME)
+        except ConfigCheckFailed as err:
+            self._failed("check", err)
+            raise
+        async with self._apply_lock:
+            t_write = time.monotonic()
+            write_file_set(self.process.conf_dir, desired)
+            metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t_write + (t_write - t0))
             t1 = time.monotonic()
             try:
-                started = await self._load(changed or self._running != desired)
+                started = await self._load(True)
             except HAProxyError as err:
                 # The master refused the files (or could not start on them): put the
                 # last good set back so it is what any later start serves.
-                if self._running is not None:
-                    write_file_set(self.process.conf_dir, self._running)
+                if self._loaded is not None:
+                    write_file_set(self.process.conf_dir, self._loaded)
+                    self._on_disk = dict(self._loaded)
                     with contextlib.suppress(HAProxyError):
                         await self.process.ensure_running()
                 self._failed("reload", err)
@@ -390,13 +424,24 @@ class HAProxyDriver:
             metrics.RELOAD_SECONDS.observe(time.monotonic() - t1)
             metrics.RELOAD_FAILURE.set(0)
             self.last_error = None
-            self._running = dict(desired)
+            self._loaded = dict(desired)
+            self._on_disk = dict(desired)
+            self._live = LiveState.of(desired)
+            self._owed_marker.unlink(missing_ok=True)
             log.info(
                 "haproxy configuration applied started=%s reloads=%d seconds=%.3f",
                 started,
                 self.reloads,
                 time.monotonic() - t0,
             )
+            latest = self._desired
+            # Changes that arrived during the check: on top, without another reload.
+            if (
+                latest is not None
+                and latest is not desired
+                and (not await self._try_runtime(latest) or not self._live.clean)
+            ):
+                self._runner.kick()
 
     async def _load(self, changed: bool) -> bool:
         """Start HAProxy on the live files, or reload it; True when it had to be started.

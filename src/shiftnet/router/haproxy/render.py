@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from shiftnet.router.admission import RouteKey
+from shiftnet.router.annotations import RouteOptions
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.durations import format_duration_ms
 from shiftnet.router.haproxy import escape
@@ -54,6 +55,7 @@ from shiftnet.router.model import (
     REENCRYPT,
     L7Model,
     L7Policy,
+    Rule,
     Server,
 )
 
@@ -325,6 +327,9 @@ def _server_lines(
     common: list[str] = []
     http_mode = policy.termination != PASSTHROUGH
     cookies = http_mode and not opts.disable_cookies
+    # OpenShift's rule: health checks only when the route has more than one pod.
+    # (Each checked server line costs HAProxy a file descriptor even while in
+    # maintenance, so checking every slot would not fit 10,000 routes.)
     if len(policy.servers) > 1:
         interval = opts.health_check_interval_ms or config.health_check_interval_ms
         common.append(f"check inter {_ms(interval)}")
@@ -663,6 +668,51 @@ class _PolicyParts:
     files: tuple[tuple[str, bytes], ...]
 
 
+# ------------------------------------------------------------------ spare backends
+
+# Spare backends, per kind, let the driver serve a new route without a reload
+# (HAProxy 2.6 cannot add a backend at run time): it points the route's map
+# entries at a free spare and fills the spare's slots with ``set server``.
+SPARE_PREFIX = {HTTP: "be_spare_http", EDGE: "be_spare_edge", REENCRYPT: "be_spare_secure",
+                PASSTHROUGH: "be_spare_tcp"}
+SPARE_OF_PREFIX = {BACKEND_PREFIX[t]: SPARE_PREFIX[t] for t in BACKEND_PREFIX}
+
+
+def spare_name(termination: str, index: int) -> str:
+    return f"{SPARE_PREFIX[termination]}:{index}"
+
+
+def _spare_backends(count: int, defaults: _BackendDefaults) -> list[str]:
+    """``count`` spares per kind, shaped like a route without annotations or own CA.
+
+    An edge spare has the ``secure`` cookie (insecure policy None or Redirect);
+    a reencrypt spare verifies nothing (no ``destinationCACertificate``). A new
+    route of another shape is served by a reload instead (counted as a fallback).
+    """
+    texts: list[str] = []
+    for termination in (HTTP, EDGE, REENCRYPT, PASSTHROUGH):
+        policy = L7Policy(
+            namespace="", name="", rule=Rule("", "", False), termination=termination,
+            insecure_policy=INSECURE_NONE, tls=None, options=RouteOptions(), target_port=None,
+            targets=(), servers=(), warnings=(),
+        )
+        for index in range(count):
+            texts.append("\n".join(_backend(policy, spare_name(termination, index), defaults,
+                                            {})) + "\n\n")
+    return texts
+
+
+_SPARES: dict[tuple[int, _BackendDefaults], str] = {}
+
+
+def _spares_text(count: int, defaults: _BackendDefaults) -> str:
+    key = (count, defaults)
+    text = _SPARES.get(key)
+    if text is None:
+        text = _SPARES[key] = "".join(_spare_backends(count, defaults))
+    return text
+
+
 # One route's parts are rendered again only when the route (or its defaults) changed.
 _PARTS: RoundMemo[tuple[L7Policy, _BackendDefaults], _PolicyParts] = RoundMemo()
 
@@ -745,6 +795,7 @@ def _render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderR
         result.backends[policy.key] = parts.backend
     _PARTS.end_round()
     head = _global_and_defaults(config, paths) + _frontends(config, paths)
+    backends.append(_spares_text(config.spare_backends, defaults))
     files[CONFIG_FILE] = ("\n".join(head) + "\n" + "".join(backends)).encode()
     files[CRT_LIST] = "".join(sorted(crt_lines)).encode()
     if not config.errorfile_503:

@@ -1,0 +1,200 @@
+"""Route add, change and delete served through spare backends and map entries, with no reload.
+
+HAProxy 2.6 cannot add a backend at run time, so a new route takes a spare
+backend of its kind through the runtime API; the reload that renders it
+normally comes later (here: RELOAD_INTERVAL 60 s, so it cannot happen inside
+the test unless we flush). Each test checks the reload counters of the driver
+and of HAProxy's master both stay unchanged while traffic is served.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from tests.support.backends import backends
+from tests.support.router import RouterEnv, endpoints, namespace, route, service
+
+from shiftnet.api import Route
+from shiftnet.router import metrics
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def slow_reload_env(tmp_path: Path) -> AsyncIterator[RouterEnv]:
+    env = RouterEnv(tmp_path, extra_env={"RELOAD_INTERVAL": "60", "ROUTER_SPARE_BACKENDS": "4"})
+    try:
+        await env.start()
+        yield env
+    finally:
+        await env.stop()
+
+
+async def _status(env: RouterEnv, host: str, path: str = "/") -> int:
+    return (await env.get(host, path)).status
+
+
+async def _until(env: RouterEnv, host: str, want: int, path: str = "/") -> float:
+    """Seconds until ``host`` answers ``want`` (fails after 10 s)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10:
+        if await _status(env, host, path) == want:
+            return time.monotonic() - t0
+    raise AssertionError(f"{host}{path} never answered {want}")
+
+
+async def _served_by(env: RouterEnv, host: str, path: str, pod: str) -> bool:
+    return (await env.get(host, path)).backend == pod
+
+
+async def _count_served(env: RouterEnv, n: int, want: int) -> bool:
+    served = [await _status(env, f"n{i}.example.com") for i in range(n)]
+    return served.count(200) == want
+
+
+async def _synced_and_served(env: RouterEnv, host: str) -> bool:
+    await env.router.sync_now()
+    return await _status(env, host) == 200
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _reloads(env: RouterEnv) -> tuple[int, int]:
+    master = (await env.router.driver.process.wait_status(5)).reloads
+    return env.router.driver.reloads, master
+
+
+async def test_route_add_change_delete_without_reload(slow_reload_env: RouterEnv) -> None:
+    env = slow_reload_env
+    with backends("a-1", "a-2", "b-1") as (a1, a2, b1):
+        await env.apply(namespace("demo"), service("demo", "a"), endpoints("demo", "a", [a1]))
+        await env.apply(service("demo", "b"), endpoints("demo", "b", [b1]))
+        await env.router.sync_now()
+        before = await _reloads(env)
+        fallbacks = env.router.driver.fallbacks
+
+        # A new plain HTTP route with a path: served within a second, by a spare.
+        await env.apply(route("demo", "ra", "a.example.com", "a", path="/foo"))
+        assert await _until(env, "a.example.com", 200, "/foo/bar") < 1.5
+        assert (await env.get("a.example.com", "/foo")).backend == "a-1"
+        assert await _status(env, "a.example.com", "/foobar") == 503
+        assert env.router.driver.aliases == {"be_http:demo:ra": "be_spare_http:0"}
+
+        # A second route on the same host, longer path: longest path wins at once.
+        await env.apply(route("demo", "rb", "a.example.com", "b", path="/foo/deep"))
+        await env.eventually(lambda: _served_by(env, "a.example.com", "/foo/deep/x", "b-1"))
+        assert (await env.get("a.example.com", "/foo/other")).backend == "a-1"
+
+        # Endpoints of an aliased route change: the spare's slots follow.
+        await env.apply(endpoints("demo", "a", [a1, a2]))
+        seen: set[str] = set()
+        t0 = time.monotonic()
+        while seen != {"a-1", "a-2"} and time.monotonic() - t0 < 5:
+            seen.add((await env.get("a.example.com", "/foo")).backend)
+        assert seen == {"a-1", "a-2"}
+
+        # Changing the route's host moves its map entries.
+        await env.apply(route("demo", "ra", "moved.example.com", "a", path="/foo"))
+        await _until(env, "moved.example.com", 200, "/foo")
+        assert await _status(env, "a.example.com", "/foo") == 503
+
+        # Deleting routes: 503 at once; the spare goes back to the pool.
+        await env.delete(Route, "demo", "rb")
+        await _until(env, "a.example.com", 503, "/foo/deep/x")
+        await env.eventually(lambda: _true(len(env.router.driver.aliases) == 1))
+        assert env.router.driver.aliases == {"be_http:demo:ra": "be_spare_http:0"}
+
+        # Edge and passthrough routes take spares of their own kind.
+        await env.apply(route("demo", "edge", "e.example.com", "b", tls={"termination": "edge"}))
+        r = await _until_tls(env, "e.example.com")
+        assert r.backend == "b-1"
+        assert env.router.driver.aliases["be_edge_http:demo:edge"] == "be_spare_edge:0"
+
+        assert await _reloads(env) == before
+        assert env.router.driver.fallbacks == fallbacks
+
+        # The files on disk render the routes normally; the owed reload serves them alike.
+        cfg = (env.work_dir / "conf" / "haproxy.cfg").read_text()
+        assert "backend be_http:demo:ra " in cfg and "be_http:demo:rb" not in cfg
+        await env.router.driver.flush()
+        assert env.router.driver.reloads == before[0] + 1
+        assert env.router.driver.aliases == {}
+        assert (await env.get("moved.example.com", "/foo")).status == 200
+        assert (await env.get_tls("e.example.com")).backend == "b-1"
+        assert await _status(env, "a.example.com", "/foo/deep/x") == 503
+
+
+async def _until_tls(env: RouterEnv, host: str):  # type: ignore[no-untyped-def]
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10:
+        r = await env.get_tls(host)
+        if r.status == 200:
+            return r
+    raise AssertionError(f"{host} never served over TLS")
+
+
+async def test_deleted_loaded_route_and_spares_exhausted(slow_reload_env: RouterEnv) -> None:
+    env = slow_reload_env
+    with backends("c-1") as (c1,):
+        await env.apply(namespace("demo"), service("demo", "c"), endpoints("demo", "c", [c1]))
+        await env.apply(route("demo", "loaded", "loaded.example.com", "c"))
+        await _until(env, "loaded.example.com", 200)
+        await env.router.sync_now()  # the owed reload: the route has its own backend now
+        assert env.router.driver.aliases == {}
+        before = await _reloads(env)
+        # A route loaded by the last reload is deleted: 503 with no reload.
+        await env.delete(Route, "demo", "loaded")
+        await _until(env, "loaded.example.com", 503)
+        assert await _reloads(env) == before
+        # Re-created before the reload: its old backend is reused, still no reload.
+        await env.apply(route("demo", "loaded", "loaded.example.com", "c"))
+        await _until(env, "loaded.example.com", 200)
+        assert await _reloads(env) == before
+        # Four spares per kind here: the fifth new route needs the reload (a fallback).
+        fallbacks = metrics.REGISTRY.get_sample_value(
+            "shiftnet_router_runtime_fallbacks_total", {"reason": "no-spare"}
+        ) or 0.0
+        for i in range(5):
+            await env.apply(route("demo", f"n{i}", f"n{i}.example.com", "c"))
+        # Four are served by spares at once; the fifth waits for the reload.
+        await env.eventually(lambda: _count_served(env, 5, 4))
+        assert await _reloads(env) == before
+        await env.router.sync_now()  # the reload RELOAD_INTERVAL would hold back
+        for i in range(5):
+            await _until(env, f"n{i}.example.com", 200)
+        assert env.router.driver.reloads >= before[0] + 1
+        after = metrics.REGISTRY.get_sample_value(
+            "shiftnet_router_runtime_fallbacks_total", {"reason": "no-spare"}
+        )
+        assert after is not None and after > fallbacks
+
+
+async def test_one_pod_to_two_without_reload(slow_reload_env: RouterEnv) -> None:
+    env = slow_reload_env
+    ann = {"haproxy.router.openshift.io/balance": "roundrobin",
+           "haproxy.router.openshift.io/disable_cookies": "true"}
+    with backends("h-1", "h-2") as (h1, h2):
+        await env.apply(namespace("demo"), service("demo", "h"), endpoints("demo", "h", [h1]))
+        await env.apply(route("demo", "h", "h.example.com", "h", annotations=ann))
+        # Annotated routes do not fit a spare: they wait for the reload (forced here).
+        await env.eventually(lambda: _synced_and_served(env, "h.example.com"))
+        before = await _reloads(env)
+        await env.apply(endpoints("demo", "h", [h1, h2]))
+        seen: set[str] = set()
+        t0 = time.monotonic()
+        while seen != {"h-1", "h-2"} and time.monotonic() - t0 < 5:
+            seen.add((await env.get("h.example.com")).backend)
+        assert seen == {"h-1", "h-2"}
+        await env.apply(endpoints("demo", "h", [h2]))
+        await env.eventually(lambda: _only(env, "h-2"))
+        assert await _reloads(env) == before
+
+
+async def _only(env: RouterEnv, name: str) -> bool:
+    replies = [await env.get("h.example.com") for _ in range(6)]
+    return all(r.backend == name for r in replies)

@@ -1,0 +1,115 @@
+"""live.plan: which changes the runtime API can apply (spares, maps, slots), and which not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.support import routes as f
+
+from shiftnet.router.admission import admit
+from shiftnet.router.config import RouterConfig
+from shiftnet.router.haproxy.live import Fallback, LiveState, Plan, plan, split_sections
+from shiftnet.router.haproxy.render import RenderPaths, render_haproxy
+from shiftnet.router.model import build_model
+
+CONFIG = RouterConfig(http_port=8080, https_port=8443, max_connections=2000, threads=2,
+                      spare_backends=2)
+PATHS = RenderPaths(run_dir="/run/x", default_certificate="/etc/default.pem")
+EPS = [f.endpoints("svc", ["10.0.0.1"]), f.endpoints("other", ["10.0.0.9", "10.0.0.8"])]
+
+
+def files(routes: list, eps: list | None = None, config: RouterConfig = CONFIG) -> dict[str, bytes]:
+    return render_haproxy(build_model(admit(routes, [], config), EPS if eps is None else eps),
+                          config, PATHS)
+
+
+def ok(outcome: Plan | Fallback) -> Plan:
+    assert isinstance(outcome, Plan), outcome
+    return outcome
+
+
+def test_new_route_takes_a_spare_and_its_map_entries_point_there() -> None:
+    live = LiveState.of(files([f.route("a")]))
+    p = ok(plan(live, files([f.route("a"), f.route("b", service="other", path="/x")])))
+    assert p.state.aliases == {"be_http:ns:b": "be_spare_http:0"}
+    assert not p.state.clean and p.deferred == {}
+    joined = "\n".join(p.commands)
+    assert "add map os_http_exact.map b.example.com/x be_spare_http:0" in joined
+    assert "add map os_http_prefix.map b.example.com/x/ be_spare_http:0" in joined
+    assert "set server be_spare_http:0/" in joined and "10.0.0.9" in joined
+    assert "be_http:ns:b" not in joined
+    # Servers are filled before the map sends traffic there.
+    first_map = next(i for i, c in enumerate(p.commands) if "map" in c)
+    assert all("map" not in c for c in p.commands[:first_map])
+    # Asking again for the same files changes nothing more.
+    again = ok(plan(p.state, files([f.route("a"), f.route("b", service="other", path="/x")])))
+    assert again.commands == [] and again.state.aliases == p.state.aliases
+
+
+def test_second_new_route_takes_the_next_spare_and_runs_out() -> None:
+    live = LiveState.of(files([]))
+    routes = [f.route(n) for n in ("a", "b", "c")]
+    p = ok(plan(live, files(routes)))
+    assert sorted(p.state.aliases.values()) == ["be_spare_http:0", "be_spare_http:1"]
+    # Two spares per kind here: the third route waits for the reload, the others go now.
+    assert list(p.deferred.values()) == ["no-spare"]
+    (late,) = p.deferred
+    assert late not in "\n".join(p.commands)
+
+
+def test_deleted_alias_frees_its_spare_and_deleted_loaded_route_goes_to_maintenance() -> None:
+    live = LiveState.of(files([f.route("a")]))
+    p = ok(plan(live, files([f.route("a"), f.route("b")])))
+    p2 = ok(plan(p.state, files([])))
+    joined = "\n".join(p2.commands)
+    assert p2.state.aliases == {}
+    assert "del map os_http_prefix.map a.example.com/" in joined
+    assert "del map os_http_prefix.map b.example.com/" in joined
+    assert "set server be_http:ns:a/" in joined and "state maint" in joined
+    assert "set server be_spare_http:0/" in joined
+    assert not p2.state.clean  # be_http:ns:a is still loaded until the reload
+    _, sections = split_sections(files([])["haproxy.cfg"].decode())
+    assert p2.state.sections["be_spare_http:0"] == sections["be_spare_http:0"]
+
+
+def test_endpoint_change_is_clean_and_one_to_two_members_needs_no_reload() -> None:
+    live = LiveState.of(files([f.route("a")]))
+    two = [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]
+    p = ok(plan(live, files([f.route("a")], two)))
+    assert p.state.aliases == {} and p.deferred == {}
+    assert any("10.0.0.2" in c for c in p.commands)
+    # Two pods want health checks, which only a reload can add: served now, reload owed.
+    assert not p.state.clean
+    assert "check" not in p.state.sections["be_http:ns:a"]
+    # Back to one pod: nothing is owed any more.
+    back = ok(plan(p.state, files([f.route("a")])))
+    assert back.state.clean
+    # A move of one of two pods keeps the loaded checks and owes nothing.
+    live2 = LiveState.of(files([f.route("a")], two))
+    moved = ok(plan(live2, files([f.route("a")], [f.endpoints("svc", ["10.0.0.1", "10.0.0.3"])])))
+    assert moved.state.clean and any("10.0.0.3" in c for c in moved.commands)
+
+
+def test_changes_that_need_a_reload() -> None:
+    live = LiveState.of(files([f.route("a")]))
+    annotated = f.route("a", annotations={"haproxy.router.openshift.io/balance": "roundrobin"})
+    out = plan(live, files([annotated]))
+    assert out == Fallback("backend-changed")
+    # A new route with options no spare has: deferred alone.
+    new = f.route("n", annotations={"haproxy.router.openshift.io/timeout": "9s"})
+    p = ok(plan(live, files([f.route("a"), new])))
+    assert p.deferred == {"be_http:ns:n": "backend-shape"} and p.state.aliases == {}
+    other = dataclasses.replace(CONFIG, http_port=9090)
+    assert plan(live, files([f.route("a")], config=other)) == Fallback("global")
+
+
+def test_edge_and_passthrough_take_spares_of_their_kind() -> None:
+    live = LiveState.of(files([]))
+    routes = [f.route("e", tls={"termination": "edge"}),
+              f.route("p", tls={"termination": "passthrough"})]
+    p = ok(plan(live, files(routes)))
+    assert p.state.aliases == {"be_edge_http:ns:e": "be_spare_edge:0",
+                               "be_tcp:ns:p": "be_spare_tcp:0"}
+    joined = "\n".join(p.commands)
+    assert "add map os_sni_passthrough.map p.example.com be_spare_tcp:0" in joined
+    assert "add map os_tls_prefix.map e.example.com/ be_spare_edge:0" in joined
