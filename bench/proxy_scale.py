@@ -105,6 +105,7 @@ async def kernel_case(
         "full_sync_s": t2 - t1,
         "full_sync_cpu_s": cpu_seconds() - c1,
         "loadavg_1m": os.getloadavg()[0],
+        "full_sync_steps_s": dict(kernel.last_full_steps) if mode == "nftables" else {},
     }
     # one-service changes: one endpoint of one service replaced, CHANGES times (different
     # services); the median is reported, the first one (right after the full load) too

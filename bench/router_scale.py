@@ -171,12 +171,17 @@ class Bench:
                 runs["shiftnet_ref"] = []
                 urls["shiftnet_ref"] = f"http://127.0.0.1:{ref[0].http_port}/"
                 tfiles["shiftnet_ref"] = ref[1]
+            cpu0, wall0 = procs.cpu_seconds(router.proc.pid), time.monotonic()
             for k in range(self.args.rounds):  # interleaved: the machine is shared and noisy
                 log(f"{workload} N={n}: round {k + 1}/{self.args.rounds} "
                     f"({', '.join(urls)})")
                 for which, url in urls.items():
                     runs[which].append(
                         self.wrk(url, tfiles[which], f"{which}-{workload}-{n}-{k}"))
+            # CPU the router process itself spent while wrk ran (stats polling, syncs):
+            # it competes with HAProxy for the same two cores.
+            row["router_cpu_share_during_rounds"] = round(
+                (procs.cpu_seconds(router.proc.pid) - cpu0) / (time.monotonic() - wall0), 3)
             for which, rs_ in runs.items():
                 row[which] = combine(rs_)
             row["openshift_haproxy_rss_mb"] = round(hp.rss_kb() / 1024, 1)
@@ -532,6 +537,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reload-interval", default="0s",
                    help="RELOAD_INTERVAL for the router (default 0s: every change as fast "
                         "as the reload path allows; OpenShift's default is 5s)")
+    p.add_argument("--no-extras", action="store_true",
+                   help="only the req/s rounds (no latency, pod-ready or churn measurements)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: sizes 10,200, 3 s wrk runs, 10 s churn, 5 samples")
     p.add_argument("--json", default=str(ROOT / "bench" / "results" / "router_scale.json"))
@@ -557,7 +564,7 @@ async def run(args: argparse.Namespace, base: Path) -> Bench:
     responder = Responder(base / "nginx", addrs, bench.pod_port).start()
     try:
         for i, w in enumerate(args.workloads):
-            await bench.workload(w, extras=i == len(args.workloads) - 1)
+            await bench.workload(w, extras=i == len(args.workloads) - 1 and not args.no_extras)
     finally:
         responder.stop()
     return bench

@@ -93,6 +93,15 @@ def rss_kb(pid: int) -> int:
 _ports_given: set[int] = set()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     """A free loopback port below the kernel's ephemeral range, never the same one twice.
 
