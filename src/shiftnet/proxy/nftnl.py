@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import socket
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from shiftnet.errors import InvalidInput
 
@@ -91,15 +92,16 @@ ENDPOINT_BYTES = 40
 PER_MESSAGE = _ELEMS_PER_MESSAGE_BYTES // ENDPOINT_BYTES
 
 
+_pton4 = functools.partial(socket.inet_pton, socket.AF_INET)
+
+
 def _quads(texts: list[str]) -> list[bytes]:
-    """Addresses as bytes; each text must be exactly the canonical dotted quad."""
+    """Addresses as bytes; ``inet_pton`` accepts only the strict dotted quad (no
+    shorthand, no leading zeros), [] if any text is not one."""
     try:
-        raw = list(map(socket.inet_aton, texts))
+        return list(map(_pton4, texts))
     except OSError:
-        raw = []
-    if list(map(socket.inet_ntoa, raw)) != texts:
         return []
-    return raw
 
 
 def encode_endpoints(elements: list[str]) -> list[bytes]:
@@ -124,7 +126,7 @@ def encode_endpoints(elements: list[str]) -> list[bytes]:
     indexes = {i: _index(i) for i in set(k[2::3])}
     vips, ips = _quads(k[0::3]), _quads(d[0::2])
     if not (shape_ok and vips and ips and all(ports.values()) and all(indexes.values())):
-        raise _refuse(next(e for e in elements if not _valid_endpoint(e)))
+        raise _refuse(next(e for e in elements if not _valid(encode_endpoint, e)))
     parts: list[bytes] = [b""] * (7 * n)
     parts[0::7] = [_KEY_HEAD] * n
     parts[1::7] = vips
@@ -135,14 +137,6 @@ def encode_endpoints(elements: list[str]) -> list[bytes]:
     parts[6::7] = map(ports.__getitem__, d[1::2])
     step = 7 * PER_MESSAGE
     return [b"".join(parts[i : i + step]) for i in range(0, len(parts), step)]
-
-
-def _valid_endpoint(element: str) -> bool:
-    try:
-        encode_endpoint(element)
-    except InvalidInput:
-        return False
-    return True
 
 
 # key (nested value, 12 bytes) + data (nested value, 8 bytes) as one list element
@@ -182,8 +176,56 @@ def encode_verdict(element: str) -> bytes:
 
 
 def encode_verdicts(elements: list[str]) -> list[bytes]:
-    """Verdict map elements as NFTA_LIST_ELEM runs, one per message."""
-    return list(_chunks(map(encode_verdict, elements), _ELEMS_PER_MESSAGE_BYTES))
+    """``vip . proto . port : goto chain`` elements as NFTA_LIST_ELEM runs (bulk, as
+    :func:`encode_endpoints`; the few distinct verdicts are encoded once each)."""
+    n = len(elements)
+    if not n:
+        return []
+    sides = "\n".join(elements).replace("\n", " : ").split(" : ")
+    keys, datas = sides[0::2], sides[1::2]
+    shape_ok = len(sides) == 2 * n and set(map(str.count, keys, [" . "] * n)) == {2}
+    k = " . ".join(keys).split(" . ") if shape_ok else []
+    ports = {p: _u16(p) for p in set(k[2::3])}
+    protos = {p: struct.pack("=I", _PROTOS[p]) if p in _PROTOS else b"" for p in set(k[1::3])}
+    tails = {d: _verdict_tail(d) for d in set(datas)}
+    vips = _quads(k[0::3])
+    if not (
+        shape_ok and vips and all(ports.values()) and all(protos.values()) and all(tails.values())
+    ):
+        raise _refuse(next(e for e in elements if not _valid(encode_verdict, e)))
+    heads = {
+        d: struct.pack("=HH", 4 + 20 + len(t), 1 | NLA_F_NESTED) + _VKEY_HEAD
+        for d, t in tails.items()
+    }
+    parts: list[bytes] = [b""] * (5 * n)
+    parts[0::5] = map(heads.__getitem__, datas)
+    parts[1::5] = vips
+    parts[2::5] = map(protos.__getitem__, k[1::3])
+    parts[3::5] = map(ports.__getitem__, k[2::3])
+    parts[4::5] = map(tails.__getitem__, datas)
+    per = _ELEMS_PER_MESSAGE_BYTES // (24 + max(map(len, tails.values())))
+    step = 5 * per
+    return [b"".join(parts[i : i + step]) for i in range(0, len(parts), step)]
+
+
+_VKEY_HEAD = struct.pack("=HHHH", 20, 1 | NLA_F_NESTED, 16, 1)
+
+
+def _verdict_tail(data: str) -> bytes:
+    """The NFTA_SET_ELEM_DATA attribute of ``goto chain``, b"" if it is not that."""
+    verb, _, chain = data.partition(" ")
+    if verb != "goto" or not _CHAIN_RE.fullmatch(chain):
+        return b""
+    verdict = _nla(1, struct.pack(">i", NFT_GOTO)) + _nla(2, chain.encode() + b"\0")
+    return _nla(2 | NLA_F_NESTED, _nla(2 | NLA_F_NESTED, verdict))
+
+
+def _valid(encode: Callable[[str], bytes], element: str) -> bool:
+    try:
+        encode(element)
+    except InvalidInput:
+        return False
+    return True
 
 
 _CHAIN_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")

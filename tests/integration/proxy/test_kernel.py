@@ -206,3 +206,64 @@ def test_nothing_left_on_host() -> None:
             ["nft", "list", "tables"], capture_output=True, text=True, check=False
         ).stdout
     )
+
+
+def nft_in(topo, *args: str) -> str:  # type: ignore[no-untyped-def]
+    return subprocess.run(
+        ["ip", "netns", "exec", topo.node, "nft", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+async def test_nft_full_sync_flips_maps_and_survives_restart(topo, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Fast full syncs fill the standby maps and flip the rules to them: after each,
+    exactly one map set exists, traffic flows, affinity sets and a restarted proxier
+    (which finds the live set in the kernel) keep working."""
+    store = open_store(f"sqlite:///{tmp_path}/state.db")
+    client = Client(store)
+    await put(client, service("flip", VIP, 80))
+    await put(client, endpoints("flip", all_backends(topo)))
+    await put(client, service("sticky", "172.30.0.11", 80, affinity_timeout=60))
+    await put(client, endpoints("sticky", all_backends(topo)))
+    await put(client, service("empty", "172.30.0.12", 80))
+    await put(client, endpoints("empty", []))
+    proxies: list[ServiceProxy] = []
+    try:
+        seen = []
+        for _ in range(3):  # start, full resync, then a new proxier over the same table
+            cfg = ProxyConfig(
+                mode="nftables",
+                min_sync_interval=0.0,
+                kernel=KernelConfig(mode="nftables", netns=topo.node),
+            )
+            proxy = ServiceProxy(store, cfg)
+            await proxy.start()
+            proxies.append(proxy)
+            await wait_until(lambda p=proxy: p.kernel.in_sync and len(p.table.entries) == 3)
+            seen.append(proxy.kernel.nft.maps_suffix)
+            await proxy.kernel.sync(proxy.table, None)  # a second full sync: flips again
+            assert proxy.kernel.nft.maps_suffix != seen[-1]
+            listing = nft_in(topo, "-t", "list", "table", "ip", "shiftnet-proxy")
+            maps = sorted(line.split()[1] for line in listing.splitlines() if "\tmap " in line)
+            suffix = proxy.kernel.nft.maps_suffix
+            assert maps == sorted(
+                m + suffix
+                for m in ("service-ips", "no-endpoint-services", "endpoints-tcp", "endpoints-udp")
+            ), listing
+            elements = nft_in(topo, "list", "map", "ip", "shiftnet-proxy", f"endpoints-tcp{suffix}")
+            assert elements.count(" . 80 . ") == 3, elements  # the sticky one has chains
+            counts = await count(topo, 30)
+            assert set(counts) == {"b1", "b2", "b3"}, counts
+            assert len(await count(topo, 10, vip="172.30.0.11")) == 1  # affinity
+            with pytest.raises((AssertionError, OSError)):  # no endpoints: rejected
+                await count(topo, 1, vip="172.30.0.12")
+            await proxy.stop(cleanup=False)
+            proxies.remove(proxy)
+        assert seen == ["", "", ""], seen  # a new proxier flips away from the live set it finds
+    finally:
+        for p in proxies:
+            await p.stop(cleanup=False)
+        nft_in(topo, "delete", "table", "ip", "shiftnet-proxy")
+        await store.close()
