@@ -88,7 +88,10 @@ async def kernel_case(
     changes = ProxyChanges()
     for key in svcs:
         changes.mark(*key)
-    kernel = KernelProxier(KernelConfig(mode=mode, netns=topo.node, iptables_backend=backend))
+    flip = backend != "text"
+    kernel = KernelProxier(
+        KernelConfig(mode=mode, netns=topo.node, iptables_backend=backend, nft_flip=flip)
+    )
     if mode == "nftables":  # open the libnftables session outside the timed part
         await kernel.apply_nft("")
     t0 = time.perf_counter()
@@ -97,7 +100,7 @@ async def kernel_case(
     c1 = cpu_seconds()
     await kernel.sync(table, None)
     t2 = time.perf_counter()
-    label = mode if mode == "nftables" else f"ipt-{backend}"
+    label = ("nftables" if flip else "nft-text") if mode == "nftables" else f"ipt-{backend}"
     result = {
         "mode": label,
         "services": n,
@@ -169,6 +172,12 @@ async def kernel_case(
     return result
 
 
+def _label(mode: str, n: int, backend: str) -> str:
+    if mode == "nftables":
+        return "nft-text" if backend == "text" else "nftables"
+    return f"ipt-{backend}"
+
+
 def cpu_seconds() -> float:
     """CPU time of this process (all threads) and its waited-for children, user + system.
 
@@ -187,10 +196,12 @@ def kernel_bench(sizes: list[int], modes: list[str]) -> list[dict]:
         topo.start_backends(8080)
         real = topo.backend_ip(1)
         cases = [("nftables", n, "nft") for n in sizes]
+        # the previous full-sync path (whole table as nft text), for the before/after
+        cases += [("nftables", n, "text") for n in sizes]
         cases += [("iptables", n, "legacy") for n in sizes]
         # iptables-nft needs ~40 s for 1,000 services here; 10,000 would take most of an hour
         cases += [("iptables", n, "nft") for n in sizes if n <= 1000]
-        cases = [c for c in cases if (c[0] if c[0] == "nftables" else f"ipt-{c[2]}") in modes]
+        cases = [c for c in cases if _label(*c) in modes]
         for mode, n, backend in cases:
             print(f"  kernel {mode}/{backend} {n} services ...", file=sys.stderr, flush=True)
             results.append(asyncio.run(kernel_case(mode, n, topo, real, backend)))
@@ -366,8 +377,9 @@ def main() -> None:
     ap.add_argument("--skip-kernel", action="store_true")
     ap.add_argument(
         "--modes",
-        default="nftables,ipt-legacy,ipt-nft",
-        help="kernel cases to run (comma-separated; ipt-nft runs only up to 1,000 services)",
+        default="nftables,nft-text,ipt-legacy,ipt-nft",
+        help="kernel cases to run (comma-separated; ipt-nft runs only up to 1,000 services; "
+        "nft-text: nftables full syncs as one text transaction, the pre-flip path)",
     )
     ap.add_argument("--skip-userspace", action="store_true")
     args = ap.parse_args()

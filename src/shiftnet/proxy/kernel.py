@@ -49,6 +49,7 @@ class KernelConfig:
     masquerade_all: bool = False
     nft_table: str = "shiftnet-proxy"
     iptables_backend: str = "nft"  # or "legacy" (iptables-legacy-restore: x_tables, much faster)
+    nft_flip: bool = True  # full syncs by map flip (False: the whole table as one nft text)
 
     def __post_init__(self) -> None:
         if self.mode not in ("nftables", "iptables"):
@@ -114,7 +115,7 @@ class KernelProxier:
                         return
                     script = nftables.render_update(nftables.update_pairs(diff, self.nft), self.nft)
                     await self.apply_nft(script)
-                elif not await self._full_nft_flip(table):
+                elif not (self.config.nft_flip and await self._full_nft_flip(table)):
                     await self.apply_nft(nftables.render_full(table, self.nft), full=True)
             else:
                 await self._sync_iptables(table)
