@@ -1,0 +1,88 @@
+"""SDN network mode, the parts that need no root: settings, command wrapping, resolv.conf."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from shiftnet.api import ClusterNetwork, ClusterNetworkEntry, ObjectMeta
+from shiftnet.errors import ConfigError
+from shiftnet.sdn.config import NodeConfig
+from shiftnet.sdn.local import LocalNetwork, network_for
+from shiftnet.sdn.sdnmode import SdnNetwork
+from shiftnet.sdn.topology import pod_netns
+
+
+def test_sdn_mode_needs_a_real_host_ip(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="loopback"):
+        NodeConfig(node_name="n1", state_dir=tmp_path, network="sdn")
+    with pytest.raises(ConfigError, match="not an IPv4 address"):
+        NodeConfig(node_name="n1", state_dir=tmp_path, network="sdn", host_ip="10.0.0.300")
+    cfg = NodeConfig(node_name="n1", state_dir=tmp_path, network="sdn", host_ip="192.168.250.11")
+    net = network_for(cfg)
+    assert isinstance(net, SdnNetwork)
+    assert net.host_ip == "192.168.250.11"
+
+
+def test_local_mode_runs_commands_as_they_are(tmp_path: Path) -> None:
+    net = network_for(NodeConfig(node_name="n1", state_dir=tmp_path))
+    assert isinstance(net, LocalNetwork)
+    assert net.command("default", "p", ["python3", "-V"]) == ["python3", "-V"]
+    assert asyncio.run(net.ensure_node([], None)) is True
+
+
+def test_sdn_mode_runs_pod_commands_inside_the_pod_namespace() -> None:
+    net = SdnNetwork(node="n1", host_ip="192.168.250.11")
+    argv = net.command("default", "web", ["python3", "server.py"])
+    assert argv == [
+        "ip",
+        "netns",
+        "exec",
+        pod_netns("n1", "default", "web"),
+        "python3",
+        "server.py",
+    ]
+
+
+def test_sdn_mode_waits_for_the_cluster_network() -> None:
+    from shiftnet.api import HostSubnet
+
+    net = SdnNetwork(node="n1", host_ip="192.168.250.11")
+    own = HostSubnet(
+        metadata=ObjectMeta(name="n1"), host="n1", host_ip="192.168.250.11", subnet="10.1.0.0/24"
+    )
+    # no ClusterNetwork yet: nothing is planned, nothing applied
+    assert asyncio.run(net.sync_node([own], None)) is None
+    cn = ClusterNetwork(
+        metadata=ObjectMeta(name="default"),
+        cluster_networks=[ClusterNetworkEntry(CIDR="10.1.0.0/16", host_subnet_length=8)],
+        service_network="172.30.0.0/16",
+    )
+    with pytest.raises(ConfigError, match="loopback"):
+        net.check_subnet("127.10.0.0/24")
+    net.driver.apply = lambda plan: None  # type: ignore[method-assign]  # no root here
+    plan = asyncio.run(net.sync_node([own], cn))
+    assert plan is not None
+    assert (plan.gateway, plan.cluster_network, plan.service_network) == (
+        "10.1.0.1",
+        "10.1.0.0/16",
+        "172.30.0.0/16",
+    )
+
+
+def test_pod_resolv_conf_follows_ip_netns_exec_convention(tmp_path: Path) -> None:
+    net = SdnNetwork(
+        node="n1", host_ip="192.168.250.11", dns_server=("192.168.250.11", 53), etc_netns=tmp_path
+    )
+    ns = pod_netns("n1", "shop", "web")
+    net._write_resolv_conf("shop", ns)
+    text = (tmp_path / ns / "resolv.conf").read_text()
+    assert text == (
+        "search shop.svc.cluster.local svc.cluster.local cluster.local\n"
+        "nameserver 192.168.250.11\n"
+        "options ndots:5\n"
+    )
+    net._remove_resolv_conf(ns)
+    assert not (tmp_path / ns).exists()
