@@ -111,12 +111,8 @@ def run_down(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from shiftnet.errors import NotFound
-
     lab = _lab(args)
-    state = lab.load()
-    if state is None:
-        raise NotFound(f'lab "{args.prefix}" is not up')
+    state = lab.loaded()
     print(f"lab {state.prefix}: store {state.store}, dns {state.dns}")
     for n in state.nodes:
         print(f"  node {n['name']:<16} netns {n['netns']:<22} host IP {n['hostIP']}")
@@ -143,12 +139,8 @@ def _alive(pid: int) -> bool:
 def run_trace(args: argparse.Namespace) -> int:
     import asyncio
 
-    from shiftnet.errors import NotFound
-
     lab = _lab(args)
-    state = lab.load()
-    if state is None:
-        raise NotFound(f'lab "{args.prefix}" is not up')
+    state = lab.loaded()
     netns_of = {n["name"]: n["netns"] for n in state.nodes}
 
     async def places() -> list[Any]:

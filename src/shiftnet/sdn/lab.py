@@ -145,7 +145,7 @@ class Lab:
     def stop_agent(self, name: str, sig: int = signal.SIGTERM) -> None:
         """Stop node ``name``'s agent: SIGTERM stops its pods too, SIGKILL leaves them
         running (a crash); the next :meth:`start_agent` adopts them."""
-        state = self._loaded()
+        state = self.loaded()
         role = f"node-{name}"
         for p in [p for p in state.processes if p.role == role]:
             if sig == signal.SIGKILL:
@@ -158,13 +158,13 @@ class Lab:
         self._save(state)
 
     def start_agent(self, name: str) -> None:
-        state = self._loaded()
+        state = self.loaded()
         node = next((n for n in state.nodes if n["name"] == name), None)
         if node is None:
             raise LabError(f'lab "{self.prefix}" has no node "{name}"')
         self._spawn(state, f"node-{name}", node["netns"], self._agent_argv(state, name))
 
-    def _loaded(self) -> LabState:
+    def loaded(self) -> LabState:
         state = self.load()
         if state is None:
             raise LabError(f'lab "{self.prefix}" is not up')

@@ -273,4 +273,7 @@ def test_trace_cli_is_registered(lab: LabHandle) -> None:
         check=True,
     ).stdout
     assert "POD_A" in out and "POD_B" in out
+    status = lab.lab("status")
+    assert f"node {lab.node(1)['name']}" in status
+    assert "running" in status and "EXITED" not in status
     assert Path(lab.state_dir / "lab" / lab.prefix / "lab.json").exists()
