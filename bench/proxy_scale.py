@@ -90,7 +90,12 @@ async def kernel_case(
         changes.mark(*key)
     flip = backend != "text"
     kernel = KernelProxier(
-        KernelConfig(mode=mode, netns=topo.node, iptables_backend=backend, nft_flip=flip)
+        KernelConfig(
+            mode=mode,
+            netns=topo.node,
+            iptables_backend=backend if mode == "iptables" else "nft",
+            nft_flip=flip,
+        )
     )
     if mode == "nftables":  # open the libnftables session outside the timed part
         await kernel.apply_nft("")

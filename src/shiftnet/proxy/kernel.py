@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prometheus_client import Counter, Histogram
@@ -34,6 +36,20 @@ SYNC_FAILURES = Counter(
 )
 
 _NETNS_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while a full sync builds ~10 objects per endpoint that are all
+    alive until it ends: collections then only rescan them (~30 % of the render time
+    at 10,000 services, more in a proxy holding its informers' objects)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class KernelApplyError(ShiftnetError):
@@ -198,17 +214,18 @@ class KernelProxier:
             live = found[0] if found else nftables.MAP_SUFFIXES[1]
         standby = next(s for s in nftables.MAP_SUFFIXES if s != live)
         cfg = dataclasses.replace(self.nft, maps_suffix=standby)
-        described = nftables.describe_all(table, cfg)
-        verdict_maps = {nftables.map_name(m, cfg) for m in nftables.VERDICT_MAPS}
-        try:
-            runs = {
-                m: (nftnl.encode_verdicts(v) if m in verdict_maps else nftnl.encode_endpoints(v))
-                for m, v in nftables.map_elements(described).items()
-            }
-        except InvalidInput as exc:
-            raise KernelApplyError(str(exc)) from None
-        prepare = nftables.render_prepare(described, cfg, sets)
-        swap = nftables.render_swap(described, cfg, chains, sets)
+        with _gc_paused():
+            described = nftables.describe_all(table, cfg)
+            verdict_maps = {nftables.map_name(m, cfg) for m in nftables.VERDICT_MAPS}
+            try:
+                runs = {
+                    m: nftnl.encode_verdicts(v) if m in verdict_maps else nftnl.encode_endpoints(v)
+                    for m, v in nftables.map_elements(described).items()
+                }
+            except InvalidInput as exc:
+                raise KernelApplyError(str(exc)) from None
+            prepare = nftables.render_prepare(described, cfg, sets)
+            swap = nftables.render_swap(described, cfg, chains, sets)
         step("render_s")
         await self._run_libnft(session, prepare)
         step("prepare_s")

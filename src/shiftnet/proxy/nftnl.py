@@ -124,12 +124,15 @@ def encode_endpoints(elements: list[str]) -> list[bytes]:
     d = " . ".join(datas).split(" . ") if shape_ok else []
     ports = {p: _u16(p) for p in set(k[1::3]) | set(d[1::2])}
     indexes = {i: _index(i) for i in set(k[2::3])}
-    vips, ips = _quads(k[0::3]), _quads(d[0::2])
-    if not (shape_ok and vips and ips and all(ports.values()) and all(indexes.values())):
+    vip_texts = list(set(k[0::3]))  # ~10 elements per VIP: convert each once
+    vip_bytes = dict(zip(vip_texts, _quads(vip_texts), strict=False))
+    ips = _quads(d[0::2])
+    vips_ok = len(vip_bytes) == len(vip_texts) > 0
+    if not (shape_ok and vips_ok and ips and all(ports.values()) and all(indexes.values())):
         raise _refuse(next(e for e in elements if not _valid(encode_endpoint, e)))
     parts: list[bytes] = [b""] * (7 * n)
     parts[0::7] = [_KEY_HEAD] * n
-    parts[1::7] = vips
+    parts[1::7] = map(vip_bytes.__getitem__, k[0::3])
     parts[2::7] = map(ports.__getitem__, k[1::3])
     parts[3::7] = map(indexes.__getitem__, k[2::3])
     parts[4::7] = [_DATA_HEAD] * n
