@@ -136,8 +136,18 @@ def new_prefix() -> str:
     return f"sn-l{uuid.uuid4().hex[:5]}"
 
 
-def manifests(server: Path, placement: dict[str, str]) -> dict[str, Any]:
-    """Pods (name → node) running the HTTP server, a Service over them, an edge Route."""
+# passes only inside a pod's namespace: the node's eth0 holds a 192.168.250.x address
+EXEC_PROBE = {
+    "exec": {"command": ["sh", "-c", "ip -4 -o addr show dev eth0 | grep -q ' 10[.]1[.]'"]},
+    "periodSeconds": 1,
+}
+
+
+def manifests(
+    server: Path, placement: dict[str, str], exec_probe: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Pods (name → node) running the HTTP server, a Service over them, an edge Route;
+    pods named in ``exec_probe`` get an exec readiness probe instead of tcpSocket."""
     items: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
@@ -151,7 +161,9 @@ def manifests(server: Path, placement: dict[str, str]) -> dict[str, Any]:
                         "command": [sys.executable, str(server)],
                         "ports": [{"containerPort": 8080}],
                         "env": [{"name": "POD_NAME", "value": name}],
-                        "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+                        "readinessProbe": EXEC_PROBE
+                        if name in exec_probe
+                        else {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
                     }
                 ],
             },

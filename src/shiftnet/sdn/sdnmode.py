@@ -125,7 +125,9 @@ class SdnNetwork:
     def _write_resolv_conf(self, namespace: str, pod_ns: str) -> None:
         if self.dns_server is None:
             return
-        text = render_resolv_conf(namespace, [self.dns_server], self.cluster_domain)
+        host, port = self.dns_server
+        server = (str(ipaddress.ip_address(host)), int(port))  # an address, never raw text
+        text = render_resolv_conf(namespace, [server], self.cluster_domain)
         folder = self.etc_netns / pod_ns
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / "resolv.conf.tmp"

@@ -72,7 +72,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
         server = state_dir / "podserver.py"
         server.write_text(POD_SERVER)
         names = {i: handle.node(i)["name"] for i in (1, 2, 3)}
-        manifest = manifests(server, {p: names[i] for p, i in PLACEMENT.items()})
+        manifest = manifests(
+            server, {p: names[i] for p, i in PLACEMENT.items()}, exec_probe=frozenset({"c"})
+        )
         (state_dir / "app.json").write_text(__import__("json").dumps(manifest))
         handle.cli("apply", "-f", str(state_dir / "app.json"))
 
