@@ -86,3 +86,47 @@ def test_pod_resolv_conf_follows_ip_netns_exec_convention(tmp_path: Path) -> Non
     )
     net._remove_resolv_conf(ns)
     assert not (tmp_path / ns).exists()
+
+
+def _node_args(*argv: str) -> object:
+    import argparse
+
+    from shiftnet.cli import node
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    node.register(sub)
+    args = parser.parse_args(["node", *argv])
+    args.state_dir = "/tmp/unused-shiftnet-state"
+    return args
+
+
+def test_node_cli_sdn_mode_requires_root_and_host_ip(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shiftnet.cli.node import config_from_args
+    from shiftnet.errors import InvalidInput
+
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(ConfigError, match="needs root"):
+        config_from_args(_node_args("--network", "sdn", "--host-ip", "10.0.0.1"))  # type: ignore[arg-type]
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    with pytest.raises(ConfigError, match="--host-ip"):
+        config_from_args(_node_args("--network", "sdn", "--node-name", "n1"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="--dns"):
+        config_from_args(  # type: ignore[arg-type]
+            _node_args(
+                "--network",
+                "sdn",
+                "--node-name",
+                "n1",
+                "--host-ip",
+                "10.0.0.1",
+                "--dns",
+                "evil\nnameserver 1.2.3.4",
+            )
+        )
+    cfg = config_from_args(  # type: ignore[arg-type]
+        _node_args(
+            "--network", "sdn", "--node-name", "n1", "--host-ip", "10.0.0.1", "--dns", "10.0.0.1"
+        )
+    )
+    assert (cfg.network, cfg.host_ip, cfg.dns_server) == ("sdn", "10.0.0.1", ("10.0.0.1", 53))
