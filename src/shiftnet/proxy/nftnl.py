@@ -309,7 +309,7 @@ class NftNetlink:
         errors: list[str] = []
         while seqs:
             for kind, seq, body in self._recv():
-                if kind == NLMSG_ERROR:
+                if kind == NLMSG_ERROR and seq in seqs:  # (late answers to older requests: skip)
                     code = -struct.unpack_from("=i", body)[0]
                     seqs.discard(seq)
                     if code:

@@ -18,8 +18,9 @@ from tests.support.proxy_netns import Topology
 
 from shiftnet.api import Service
 from shiftnet.client import Client
-from shiftnet.proxy import ProxyConfig, ServiceProxy, iptables, nftables
+from shiftnet.proxy import ProxyConfig, ServiceProxy, iptables, nftables, nftnl
 from shiftnet.proxy.kernel import KernelApplyError, KernelConfig
+from shiftnet.proxy.libnft import LibnftSession
 from shiftnet.store import open_store
 
 pytestmark = [
@@ -267,3 +268,35 @@ async def test_nft_full_sync_flips_maps_and_survives_restart(topo, tmp_path) -> 
             await p.stop(cleanup=False)
         nft_in(topo, "delete", "table", "ip", "shiftnet-proxy")
         await store.close()
+
+
+async def test_netlink_element_refusal_is_reported(topo) -> None:  # type: ignore[no-untyped-def]
+    """A batch of elements the kernel refuses raises with the kernel's reason and adds
+    nothing; the socket keeps working for the next request."""
+    session = LibnftSession(topo.node)
+    nl = None
+    try:
+        rc, err = await session.run(
+            "add table ip sn-nl-test\nadd map ip sn-nl-test m { typeof ip daddr . tcp dport"
+            " . numgen random mod 1 : ip daddr . tcp dport; }\n"
+        )
+        assert rc == 0, err
+        nl = await session.call(nftnl.NftNetlink)
+        sock = nl
+        ok = nftnl.encode_endpoints(["172.30.9.1 . 80 . 0 : 10.1.0.1 . 8080"])
+        assert await session.call(lambda: sock.add_elements("sn-nl-test", {"m": ok})) == 1
+        clash = nftnl.encode_endpoints(
+            ["172.30.9.2 . 80 . 0 : 10.1.0.3 . 8080", "172.30.9.1 . 80 . 0 : 10.1.0.2 . 8080"]
+        )
+        with pytest.raises(nftnl.NetlinkError, match="File exists"):
+            await session.call(lambda: sock.add_elements("sn-nl-test", {"m": clash}))
+        chains, sets = await session.call(lambda: sock.names("sn-nl-test"))
+        assert (chains, sets) == (set(), {"m"})
+        listing = nft_in(topo, "list", "map", "ip", "sn-nl-test", "m")
+        assert "10.1.0.1 . 8080" in listing
+        assert "10.1.0.2" not in listing and "10.1.0.3" not in listing  # whole batch undone
+    finally:
+        await session.run("delete table ip sn-nl-test\n")
+        if nl is not None:
+            await session.call(nl.close)
+        session.close()
