@@ -1,4 +1,6 @@
-"""Kernel mode driver: applies rendered rulesets with ``nft -f`` / ``iptables-restore``.
+"""Kernel mode driver: applies rendered rulesets through libnftables (``nft -f`` as a
+fallback; nftables full syncs by map flip with elements over netlink, see
+``_full_nft_flip``) or ``iptables-restore``.
 
 Each apply is one kernel transaction, so a failure leaves the previous rules
 in place; the failure is raised as :class:`KernelApplyError`, logged and

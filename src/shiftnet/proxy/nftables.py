@@ -20,9 +20,12 @@ Why not one chain per endpoint with an anonymous ``numgen ... vmap``: each
 anonymous set costs the kernel a scan of all sets of the table when it is
 named, so 10,000 of them take minutes to load (measured, docs/proxy.md).
 
-Each service is described by :class:`NftService`. A full sync writes the whole
-table in one transaction that first deletes it; an update diffs the old and
-new descriptions of only the changed services and writes the minimal element,
+Each service is described by :class:`NftService`. A full sync either writes
+the whole table in one transaction that first deletes it (:func:`render_full`,
+the fallback), or flips between two sets of map names (:func:`render_prepare`,
+elements over netlink by ``nftnl``, :func:`render_swap`) so that libnftables
+never parses the ~110,000 elements; an update diffs the old and new
+descriptions of only the changed services and writes the minimal element,
 chain and set commands, again as one transaction.
 """
 
