@@ -145,6 +145,16 @@ class L7Policy:
     servers: tuple[Server, ...]  # sorted by (pool, ip, port); weight > 0 only
     warnings: tuple[str, ...]
 
+    def __hash__(self) -> int:
+        # Computed once: the render memo hashes every policy several times a sync.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.namespace, self.name, self.rule, self.termination,
+                           self.insecure_policy, self.tls, self.options, self.target_port,
+                           self.targets, self.servers, self.warnings))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     @property
     def key(self) -> RouteKey:
         return (self.namespace, self.name)

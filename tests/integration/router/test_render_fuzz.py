@@ -297,7 +297,10 @@ def _check_well_formed(result: RenderResult) -> None:
                 _check_words(line)
             sections = [ln for ln in text.splitlines() if ln and not ln.startswith(" ")]
             assert len(sections) == len(set(sections)), "a section was rendered twice"
-            assert sum(ln.startswith("backend be_") for ln in sections) == len(result.backends) + 1
+            spares = sum(ln.startswith("backend be_spare_") for ln in sections)
+            assert spares == 4 * CONFIG.spare_backends
+            routes = sum(ln.startswith("backend be_") for ln in sections) - spares
+            assert routes == len(result.backends) + 1
 
 
 def _check_words(line: str) -> None:

@@ -226,7 +226,10 @@ async def unix_command(path: Path, command: str, timeout: float = 5.0) -> str:
                 await writer.wait_closed()
         return data.decode(errors="replace")
 
-    return await asyncio.wait_for(run(), timeout)
+    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that races
+    # with the answer, and the runner that owns this call then never stops.
+    async with asyncio.timeout(timeout):
+        return await run()
 
 
 class HAProxyProcess:

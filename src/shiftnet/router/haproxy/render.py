@@ -31,6 +31,7 @@ whose values cannot be written is left out (and reported in
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import logging
@@ -165,6 +166,7 @@ def slot_count(members: int) -> int:
     return count
 
 
+@functools.lru_cache(maxsize=32768)
 def _backend_digest(backend: str) -> str:
     """64 hex digits from the backend name: the default cookie name and the slot cookies."""
     return hashlib.sha256(backend.encode()).hexdigest()
@@ -173,6 +175,23 @@ def _backend_digest(backend: str) -> str:
 def home_slot(server: Server, count: int) -> int:
     """The slot a server's address hashes to (CRC-32: stable across processes and runs)."""
     return zlib.crc32(f"{server.ip}:{server.port}".encode()) % count
+
+
+def _slot_servers(servers: Iterable[Server]) -> list[Server | None]:
+    """The member of each slot (None: a spare), as :func:`slot_layout` places them."""
+    ordered = sorted(servers, key=_server_order) if servers else ()
+    count = slot_count(len(ordered))
+    taken: list[Server | None] = [None] * count
+    for server in ordered:
+        index = zlib.crc32(f"{server.ip}:{server.port}".encode()) % count
+        while taken[index] is not None:
+            index = (index + 1) % count
+        taken[index] = server
+    return taken
+
+
+def _server_order(s: Server) -> tuple[str, int, str]:
+    return (s.ip, s.port, s.pool)
 
 
 def slot_layout(backend: str, servers: Iterable[Server]) -> tuple[Slot, ...]:
@@ -347,15 +366,17 @@ def _server_lines(
         else:
             common.append("ssl verify none")
     tail = (" " + " ".join(common)) if common else ""
+    spare_tail = f"{tail} weight 0 disabled"
+    base = _backend_digest(backend)[32:60]
     lines: list[str] = []
-    for slot in slot_layout(backend, policy.servers):
-        cookie = f" cookie {slot.cookie}" if cookies else ""
-        if slot.server is None:
-            lines.append(f"  server {slot.name} {SPARE_ADDRESS}{cookie}{tail} weight 0 disabled")
+    for i, server in enumerate(_slot_servers(policy.servers)):
+        cookie = f" cookie {base}{i:04x}" if cookies else ""
+        if server is None:
+            lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{spare_tail}")
         else:
-            addr = escape.server_address(slot.server.ip, slot.server.port)
-            weight = max(0, min(256, int(slot.server.weight)))
-            lines.append(f"  server {slot.name} {addr}{cookie}{tail} weight {weight}")
+            addr = escape.server_address(server.ip, server.port)
+            weight = max(0, min(256, int(server.weight)))
+            lines.append(f"  server s{i} {addr}{cookie}{tail} weight {weight}")
     return lines
 
 
