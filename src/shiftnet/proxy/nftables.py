@@ -173,12 +173,16 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
     if not entry.backends:
         return NftService(map_name(NO_ENDPOINTS_MAP, config), f"{key} : goto reject-service")
     n = len(entry.backends)
-    targets = [f"{nft_value('ipv4', b.ip)} . {nft_value('port', b.port)}" for b in entry.backends]
-    if not entry.affinity:
+    if not entry.affinity:  # the hot path: 100,000 endpoints at 10,000 services
         proto = nft_value("proto", entry.protocol)
         vip = f"{nft_value('ipv4', entry.cluster_ip)} . {nft_value('port', entry.port)}"
         emap = map_name(ENDPOINTS_MAPS[proto], config)
-        elements = tuple(f"{vip} . {i} : {t}" for i, t in enumerate(targets))
+        elements = tuple(
+            [
+                f"{vip} . {i} : {nft_value('ipv4', ip)} . {nft_value('port', port)}"
+                for i, (ip, port) in enumerate(entry.backends)
+            ]
+        )
         if config.spread == "random":
             element = f"{key} : goto spread-{n}"
             return NftService(map_name(SERVICE_MAP, config), element, emap, elements, spread=n)
@@ -187,6 +191,7 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
         rules = (comment, *_masquerade_rule(config), *_dnat_by_index("inc", n, config))
         smap = map_name(SERVICE_MAP, config)
         return NftService(smap, f"{key} : goto {svc}", emap, elements, {svc: rules})
+    targets = [f"{nft_value('ipv4', b.ip)} . {nft_value('port', b.port)}" for b in entry.backends]
     comment = f"comment {nft_value('comment', str(entry.id))}"
     svc = f"svc-{service_hash(entry)}"
     chains: dict[str, tuple[str, ...]] = {}
