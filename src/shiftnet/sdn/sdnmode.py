@@ -13,6 +13,7 @@ import contextlib
 import ipaddress
 import logging
 import shutil
+import time
 from pathlib import Path
 
 from shiftnet.api import ClusterNetwork, HostSubnet
@@ -35,6 +36,7 @@ LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 # ``ip netns exec NAME`` bind-mounts every file of /etc/netns/NAME/ over /etc/:
 # a pod's process started that way reads its own /etc/resolv.conf.
 ETC_NETNS = Path("/etc/netns")
+REPAIR_SECONDS = 25.0  # the agent syncs at least every 30 s
 
 
 class SdnNetwork:
@@ -66,6 +68,7 @@ class SdnNetwork:
         self.driver = NodeNetworkDriver(netns)
         self.plan: NodeNetwork | None = None
         self._lock = asyncio.Lock()
+        self._applied_at = float("-inf")
 
     def check_subnet(self, subnet: str) -> None:
         net = ipaddress.ip_network(subnet, strict=False)
@@ -99,9 +102,13 @@ class SdnNetwork:
             vxlan_port=self.vxlan_port,
         )
         async with self._lock:
-            if plan != self.plan:
+            # a changed plan is applied at once; an unchanged one again every
+            # REPAIR_SECONDS, which repairs drift (a route or device removed by hand)
+            stale = time.monotonic() - self._applied_at > REPAIR_SECONDS
+            if plan != self.plan or stale:
                 await asyncio.to_thread(self.driver.apply, plan)
                 self.plan = plan
+                self._applied_at = time.monotonic()
         return plan
 
     async def ensure_node(self, subnets: list[HostSubnet], cluster: ClusterNetwork | None) -> bool:

@@ -130,3 +130,31 @@ def test_node_cli_sdn_mode_requires_root_and_host_ip(monkeypatch: pytest.MonkeyP
         )
     )
     assert (cfg.network, cfg.host_ip, cfg.dns_server) == ("sdn", "10.0.0.1", ("10.0.0.1", 53))
+
+
+def test_unchanged_plan_is_reapplied_only_for_repair() -> None:
+    from shiftnet.api import HostSubnet
+    from shiftnet.sdn.sdnmode import REPAIR_SECONDS
+
+    net = SdnNetwork(
+        node="n1",
+        host_ip="192.168.250.11",
+        cluster_network="10.1.0.0/16",
+        service_network="172.30.0.0/16",
+    )
+    applied: list[object] = []
+    net.driver.apply = applied.append  # type: ignore[method-assign]
+    own = HostSubnet(
+        metadata=ObjectMeta(name="n1"), host="n1", host_ip="192.168.250.11", subnet="10.1.0.0/24"
+    )
+    other = HostSubnet(
+        metadata=ObjectMeta(name="n2"), host="n2", host_ip="192.168.250.12", subnet="10.1.1.0/24"
+    )
+    asyncio.run(net.sync_node([own]))
+    asyncio.run(net.sync_node([own]))
+    assert len(applied) == 1  # nothing changed, nothing to repair yet
+    asyncio.run(net.sync_node([own, other]))
+    assert len(applied) == 2  # a new node: applied at once
+    net._applied_at -= REPAIR_SECONDS + 1
+    asyncio.run(net.sync_node([own, other]))
+    assert len(applied) == 3  # periodic repair of drift
