@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
         help="the path a packet takes from POD_A to POD_B, read from the real devices",
     )
     tr.add_argument("pod_a", metavar="POD_A")
-    tr.add_argument("pod_b", metavar="POD_B")
+    tr.add_argument("pod_b", metavar="POD_B", help="a pod, or an IPv4 address outside the cluster")
     tr.add_argument("-n", "--namespace", default="default", help="the pods' namespace")
     tr.add_argument("-d", "--details", action="store_true", help="also show how each hop was found")
     _prefix(tr)
@@ -136,6 +136,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _is_address(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def run_trace(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -155,7 +165,8 @@ def run_trace(args: argparse.Namespace) -> int:
         try:
             client = Client(store)
             out = []
-            for name in (args.pod_a, args.pod_b):
+            names = [args.pod_a] if _is_address(args.pod_b) else [args.pod_a, args.pod_b]
+            for name in names:
                 pod = await client.get(Pod, args.namespace, name)
                 node = pod.spec.node_name or ""
                 if not pod.status.pod_ip or node not in netns_of:
@@ -176,11 +187,17 @@ def run_trace(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    from shiftnet.sdn.trace import trace
+    from shiftnet.sdn.trace import trace, trace_out
 
-    src, dst = asyncio.run(places())
-    t = trace(src, dst)
-    print(f"{src.label} ({src.ip} on {src.node}) → {dst.label} ({dst.ip} on {dst.node})")
+    found = asyncio.run(places())
+    src = found[0]
+    if len(found) == 1:  # POD_B is an address outside the cluster
+        t = trace_out(src, args.pod_b)
+        print(f"{src.label} ({src.ip} on {src.node}) → {args.pod_b}")
+    else:
+        dst = found[1]
+        t = trace(src, dst)
+        print(f"{src.label} ({src.ip} on {src.node}) → {dst.label} ({dst.ip} on {dst.node})")
     print(t.path())
     if args.details:
         for note in t.notes:

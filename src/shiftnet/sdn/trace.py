@@ -17,6 +17,9 @@ themselves, through netlink, the way one would by hand with ``ip``:
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import json
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,4 +179,64 @@ def trace(src: PodPlace, dst: PodPlace) -> Trace:
         "eth0",
     ]
     t.notes.append(f"{dst.label}: peer {veth_b} on {bridge_b}; eth0 {dst.ip}")
+    return t
+
+
+def _masquerades(node_netns: str, src_ip: str, dst_ip: str) -> str | None:
+    """The node's NAT rule that would masquerade ``src_ip`` → ``dst_ip``, as nft prints it."""
+
+    proc = subprocess.run(
+        ["ip", "netns", "exec", node_netns, "nft", "-j", "list", "table", "ip", "shiftnet-sdn"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return None
+    src, dst = ipaddress.ip_address(src_ip), ipaddress.ip_address(dst_ip)
+    for item in json.loads(proc.stdout).get("nftables", []):
+        rule = item.get("rule")
+        if not rule or not any("masquerade" in e for e in rule.get("expr", [])):
+            continue
+        ok = True
+        for e in rule["expr"]:
+            match = e.get("match")
+            if not match or match.get("left", {}).get("payload", {}).get("protocol") != "ip":
+                continue
+            field_ = match["left"]["payload"]["field"]
+            addr = src if field_ == "saddr" else dst
+            right = match["right"]
+            nets = right.get("set", [right]) if isinstance(right, dict) else [right]
+            inside = any(addr in _as_net(n) for n in nets)
+            ok = ok and (inside if match["op"] in ("==", "in") else not inside)
+        if ok:
+            return f"saddr {src_ip} → masquerade (table ip shiftnet-sdn, postrouting)"
+    return None
+
+
+def _as_net(item: object) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+
+    if isinstance(item, dict) and "prefix" in item:
+        p = item["prefix"]
+        return ipaddress.ip_network(f"{p['addr']}/{p['len']}")
+    return ipaddress.ip_network(str(item))
+
+
+def trace_out(src: PodPlace, dst_ip: str) -> Trace:
+    """The hops from ``src``'s eth0 to an address outside the cluster (seed 002's third path)."""
+    veth_a, bridge_a = _veth_side(src)
+    t = Trace(hops=["eth0", veth_a, bridge_a])
+    t.notes.append(f"{src.label}: eth0 {src.ip} in {src.pod_netns}; peer {veth_a} on {bridge_a}")
+    with _ns(src.node_netns) as node:
+        dev, gw, via_src = _route(node, dst_ip)
+    t.notes.append(
+        f"{src.node}: route to {dst_ip} → dev {dev}"
+        + (f" via {gw}" if gw else "")
+        + (f" src {via_src}" if via_src else "")
+    )
+    nat = _masquerades(src.node_netns, src.ip, dst_ip)
+    if nat is None:
+        raise TraceError(f"{src.node}: no masquerade rule for {src.ip} → {dst_ip}")
+    t.notes.append(f"{src.node}: {nat}")
+    t.hops += [f"(NAT {src.ip} → {via_src})", dev, dst_ip]
     return t

@@ -170,6 +170,9 @@ def test_pod_to_outside_is_masqueraded_behind_node(lab: LabHandle) -> None:
                 lab.pod_ns(pods[name]), sys.executable, "-c", TCP_ASK, INTERNET_ADDRESS, "9099"
             ).strip()
             assert seen == lab.node(i)["hostIP"]
+        path = lab.lab("trace", "c", INTERNET_ADDRESS).splitlines()[1]
+        pod_ip, host_ip = pods["c"].status.pod_ip, lab.node(3)["hostIP"]
+        assert path.endswith(f"br0 → (NAT {pod_ip} → {host_ip}) → eth0 → {INTERNET_ADDRESS}")
     finally:
         server.kill()
         server.wait()
