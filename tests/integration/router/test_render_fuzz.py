@@ -355,10 +355,13 @@ def sampler(tmp_path_factory: pytest.TempPathFactory) -> _Sampler:
     default = _CA.issue("default.example")
     (root / "default.pem").write_text(default.cert_pem + default.key_pem)
     (root / "run").mkdir()
-    return _Sampler(root, every=4)
+    return _Sampler(root, every=1)  # haproxy -c on every rendered configuration
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+# derandomize: CI must not flake on how many routes the draws happened to hold
+@settings(
+    max_examples=70, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 @given(data=cluster())
 def test_hostile_routes_render_to_configurations_haproxy_accepts(
     sampler: _Sampler, data: tuple[list[Route], list[Endpoints]]
@@ -385,7 +388,7 @@ def test_hostile_routes_render_to_configurations_haproxy_accepts(
 def test_fuzz_covered_enough(sampler: _Sampler) -> None:
     """Runs after the property test in this module: it really rendered and checked a lot."""
     assert sampler.routes >= 1000, sampler.routes
-    assert sampler.checked >= 20, sampler.checked
+    assert sampler.checked == sampler.seen >= 100, (sampler.checked, sampler.seen)
     # Both paths really ran: many routes admitted and rendered, and the escaping
     # functions refused some raw values on their own.
     assert sampler.admitted >= 200, sampler.admitted
