@@ -17,6 +17,8 @@ from shiftnet.router.haproxy.process import socket_dir
 from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError, StatRow
 
 BACKENDS_INDEX = "backends.json"
+# route backend -> the spare backend serving it until the next reload (driver-written)
+ALIASES_INDEX = "aliases.json"
 
 
 def _router_names(route: Route) -> list[str]:
@@ -44,7 +46,11 @@ async def describe_route(route: Route, state_dir: Path | None) -> list[str]:
             index = json.loads((work / "run" / BACKENDS_INDEX).read_text())
         except (OSError, ValueError):
             continue  # that router does not run from this state directory
-        backends = index.get(key, [])
+        try:
+            aliases = json.loads((work / "run" / ALIASES_INDEX).read_text())
+        except (OSError, ValueError):
+            aliases = {}
+        backends = [aliases.get(b, b) for b in index.get(key, [])]
         if not backends:
             lines.append(f"Servers (router {name}): none (the route is not served)")
             continue

@@ -198,3 +198,29 @@ async def test_one_pod_to_two_without_reload(slow_reload_env: RouterEnv) -> None
 async def _only(env: RouterEnv, name: str) -> bool:
     replies = [await env.get("h.example.com") for _ in range(6)]
     return all(r.backend == name for r in replies)
+
+
+async def test_metrics_count_requests_and_errors_of_a_route_on_a_spare(
+    slow_reload_env: RouterEnv,
+) -> None:
+    env = slow_reload_env
+    writes = metrics.REGISTRY.get_sample_value("template_router_write_config_seconds_count") or 0
+    with backends("m-1") as (m1,):
+        await env.apply(namespace("demo"), service("demo", "m"), endpoints("demo", "m", [m1]))
+        await env.apply(route("demo", "m", "m.example.com", "m"))
+        await _until(env, "m.example.com", 200)
+        spare = env.router.driver.aliases["be_http:demo:m"]
+        for _ in range(3):
+            assert await _status(env, "m.example.com") == 200
+        m1.stop()
+        for _ in range(2):
+            assert await _status(env, "m.example.com") == 503
+    await env.router.update_backend_metrics()
+    requests = metrics.REGISTRY.get_sample_value(
+        "haproxy_backend_http_requests_total", {"backend": spare})
+    errors = metrics.REGISTRY.get_sample_value("haproxy_backend_errors_total", {"backend": spare})
+    assert requests is not None and requests >= 6
+    assert errors is not None and errors >= 2
+    # Runtime updates write the files too, and that is timed like a reload's write.
+    assert metrics.REGISTRY.get_sample_value("template_router_write_config_seconds_count") > writes
+    assert metrics.REGISTRY.get_sample_value("template_router_reload_failure") == 0

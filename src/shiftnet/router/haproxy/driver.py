@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import shutil
@@ -44,6 +45,7 @@ from shiftnet.runner import CoalescingRunner
 log = logging.getLogger(__name__)
 
 ADMIN_SOCKET = "admin.sock"
+ALIASES_INDEX = "aliases.json"  # describe.ALIASES_INDEX (describe imports the driver's modules)
 
 
 @dataclass(frozen=True)
@@ -357,6 +359,8 @@ class HAProxyDriver:
             log.warning("runtime update refused, reloading instead error=%s", err)
             self._fallback("refused")
             return False
+        if outcome.state.aliases != live.aliases:
+            self._write_aliases(outcome.state.aliases)
         self._live = outcome.state
         if not outcome.state.clean:
             self._owed_marker.touch()
@@ -372,6 +376,14 @@ class HAProxyDriver:
             time.monotonic() - t0,
         )
         return True
+
+    def _write_aliases(self, aliases: dict[str, str]) -> None:
+        """``run/aliases.json``: which spare serves which route (``describe route`` reads it)."""
+        run = self.work_dir / "run"
+        run.mkdir(parents=True, exist_ok=True)
+        tmp = run / (ALIASES_INDEX + ".tmp")
+        tmp.write_text(json.dumps(aliases, sort_keys=True, indent=1))
+        tmp.replace(run / ALIASES_INDEX)
 
     def _fallback(self, reason: str) -> None:
         self.fallbacks += 1
@@ -428,6 +440,7 @@ class HAProxyDriver:
             self._on_disk = dict(desired)
             self._live = LiveState.of(desired)
             self._owed_marker.unlink(missing_ok=True)
+            self._write_aliases({})
             log.info(
                 "haproxy configuration applied started=%s reloads=%d seconds=%.3f",
                 started,
