@@ -113,7 +113,10 @@ def fit_limits(
         nofile = hard if hard != resource.RLIM_INFINITY else soft
         if nofile == resource.RLIM_INFINITY:
             nofile = 1 << 20
-    reserve = max(FD_RESERVE_MIN, nofile // 20)
+    # Beyond two per connection HAProxy counts descriptors for listeners, health
+    # checks and the internal TLS hop; an eighth of the limit leaves room for them
+    # (the lab saw "Cannot raise FD limit to 20067" with a twentieth).
+    reserve = max(FD_RESERVE_MIN, nofile // 8)
     allowed = max(1, (nofile - reserve) // 2)
     if cpus is None:
         try:
