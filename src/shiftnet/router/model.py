@@ -477,6 +477,18 @@ def _build_model(
     return L7Model(policies=tuple(policies), pools=tuple(pools[k] for k in sorted(pools)))
 
 
+def pool_of(key: PoolKey, endpoints: Endpoints | None) -> Pool:
+    """One pool from its Endpoints (memoised): the endpoint fast path's entry point."""
+    return _pool(key, endpoints)
+
+
+def policy_of(
+    route: Route, host: str, pools: Mapping[PoolKey, Pool], services: Mapping[PoolKey, Service]
+) -> L7Policy:
+    """One route's policy over the given pools (memoised), as :func:`build_model` builds it."""
+    return _policy(route, host, pools, services)
+
+
 # Memos (see router/memo.py): keyed by the stored versions of everything used.
 _POOLS: RoundMemo[tuple[PoolKey, ObjectVersion], Pool] = RoundMemo()
 _POLICIES: RoundMemo[tuple[object, ...], L7Policy] = RoundMemo()

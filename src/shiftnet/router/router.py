@@ -36,9 +36,9 @@ from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.process import HAProxyError, fit_limits, log_limits_once, socket_dir
-from shiftnet.router.haproxy.render import RenderPaths, render
+from shiftnet.router.haproxy.render import RenderPaths, render, render_backend
 from shiftnet.router.haproxy.runtime import RuntimeAPIError
-from shiftnet.router.model import build_model
+from shiftnet.router.model import build_model, policy_of, pool_of
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
 from shiftnet.store.base import Store
@@ -79,6 +79,11 @@ class Router:
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
         )
         self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
+        # Endpoints changes first take the fast path: only their routes' backends.
+        self._fast_runner = CoalescingRunner(self._sync_endpoints, name="router-endpoints")
+        self._pending_pools: set[tuple[str, str]] = set()
+        self._admission_dirty = True  # a Route or Namespace changed since the last admission
+        self._policies_by_pool: dict[tuple[str, str], list[Any]] = {}
         # Status writes run beside the sync, so 10,000 of them never delay serving a change.
         self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
         self._stats_task: asyncio.Task[None] | None = None
@@ -112,6 +117,7 @@ class Router:
                 raise error
             raise HAProxyError(str(error))
         await self._runner.start()
+        await self._fast_runner.start()
         await self._status_runner.start()
         self._stats_task = asyncio.get_running_loop().create_task(
             self._poll_stats(), name="router-stats"
@@ -130,6 +136,7 @@ class Router:
             self._stats_task.cancel()
             await asyncio.gather(self._stats_task, return_exceptions=True)
             self._stats_task = None
+        await self._fast_runner.stop()
         await self._runner.stop()
         await self._status_runner.stop()
         if self._own_informers:
@@ -150,7 +157,61 @@ class Router:
             and self._entry_is_current(new)
         ):
             return  # our own status writes (or another router's) change nothing we serve
+        obj = new if new is not None else old
+        if isinstance(obj, Endpoints) and self.model is not None:
+            self._pending_pools.add((obj.metadata.namespace or "", obj.metadata.name))
+            self._fast_runner.kick()  # it kicks the full sync when done
+            return
+        if isinstance(obj, (Route, Namespace)):
+            self._admission_dirty = True
         self._runner.kick()
+
+    async def _sync_endpoints(self) -> None:
+        """The fast path for Endpoints: re-render only the affected routes' backends.
+
+        Admission does not depend on Endpoints, and a backend's map entries do
+        not depend on its servers, so the new server slots go straight to the
+        runtime API (well under a millisecond of work per route) instead of
+        waiting for a whole sync (a few hundred ms at 10,000 routes). The full
+        sync still follows, to write the files and catch anything else.
+        """
+        keys, self._pending_pools = self._pending_pools, set()
+        try:
+            sections = self._endpoint_sections(keys)
+            if sections:
+                await self.driver.apply_sections(sections)
+        except (ShiftnetError, KeyError, ValueError) as err:
+            log.info("endpoint fast path skipped error=%s", err)
+        finally:
+            self._runner.kick()
+
+    def _endpoint_sections(self, keys: set[tuple[str, str]]) -> dict[str, str] | None:
+        model, result = self.model, self.admission
+        if model is None or result is None:
+            return None
+        pools = {p.key: p for p in model.pools}
+        changed = [k for k in sorted(keys) if k in pools]
+        for key in changed:
+            pools[key] = pool_of(key, self.endpoints.get(*key))
+        sections: dict[str, str] = {}
+        for key in changed:
+            for old in self._policies_by_pool.get(key, []):
+                route = self.routes.get(old.namespace, old.name)
+                decision = result.decisions.get((old.namespace, old.name))
+                if route is None or decision is None:
+                    return None
+                services = {
+                    (old.namespace, ref.name): svc
+                    for ref in route.backends()
+                    if (svc := self.services.get(old.namespace, ref.name)) is not None
+                }
+                policy = policy_of(route, decision.host, pools, services)
+                before = render_backend(old, self.config)
+                after = render_backend(policy, self.config)
+                if after[0] != before[0] or after[2:] != before[2:]:
+                    return None  # maps, certificates or files changed: the full sync
+                sections[after[0]] = after[1]
+        return sections
 
     def _desired_entry(self, key: tuple[str, str], admitted: RouteIngress) -> RouteIngress:
         """Admission's entry, unless the renderer had to leave the route out."""
@@ -182,6 +243,13 @@ class Router:
         """Model and render (pure); returns the file set and route -> backend names."""
         model = build_model(result, self.endpoints.list(), self.services.list())
         self.model = model
+        by_name = {p.name: p.key for p in model.pools}
+        by_pool: dict[tuple[str, str], list[Any]] = {}
+        for policy in model.policies:
+            for pool in set(policy.pools):
+                if pool in by_name:
+                    by_pool.setdefault(by_name[pool], []).append(policy)
+        self._policies_by_pool = by_pool
         paths = RenderPaths(
             run_dir=str(socket_dir(self.work_dir)),
             default_certificate=str(self._default_cert),
@@ -193,7 +261,10 @@ class Router:
 
     async def _sync(self) -> None:
         self.syncs += 1
-        result = admit(self.routes.list(), self.namespaces.list(), self.config)
+        result = self.admission
+        if result is None or self._admission_dirty:
+            self._admission_dirty = False
+            result = admit(self.routes.list(), self.namespaces.list(), self.config)
         self.admission = result
         files, index = self._render(result)
         await self.driver.apply(files)

@@ -31,7 +31,13 @@ from pathlib import Path
 
 from shiftnet.router import metrics
 from shiftnet.router.haproxy.files import read_file_set, write_file_set
-from shiftnet.router.haproxy.live import Fallback, LiveState, plan
+from shiftnet.router.haproxy.live import (
+    Fallback,
+    LiveState,
+    plan,
+    section_commands,
+    served_section,
+)
 from shiftnet.router.haproxy.process import (
     CONFIG_NAME,
     ConfigCheckFailed,
@@ -329,6 +335,42 @@ class HAProxyDriver:
             ):
                 return
         self._runner.kick()
+
+    async def apply_sections(self, sections: dict[str, str]) -> bool:
+        """Serve new server slots of some backends at once; False when only a full apply can.
+
+        The endpoint fast path: ``sections`` are freshly rendered backend
+        sections (route backend name -> text) whose map entries did not
+        change. The files on disk are left to the full apply that follows.
+        """
+        async with self._apply_lock:
+            live = self._live
+            if live is None or not self.process.alive():
+                return False
+            served = dict(live.sections)
+            cmds: list[str] = []
+            for backend, text in sections.items():
+                name = live.aliases.get(backend, backend)
+                old = live.sections.get(name)
+                new = served_section(backend, text, name, old) if old is not None else None
+                more = section_commands(name, old, new) if old is not None and new else None
+                if new is None or more is None:
+                    return False
+                served[name] = new
+                cmds += more
+            if not cmds:
+                return True
+            try:
+                await self.runtime.batch(cmds)
+            except RuntimeAPIError as err:
+                log.warning("runtime endpoint update refused error=%s", err)
+                return False
+            live.sections = served
+            live.clean = False  # the files on disk follow with the next full apply
+            self.runtime_applies += 1
+            metrics.RUNTIME_UPDATES.inc()
+            log.info("haproxy endpoints updated without reload commands=%d", len(cmds))
+            return True
 
     async def flush(self) -> None:
         """Apply the pending change now (tests, start-up)."""

@@ -130,7 +130,8 @@ def _shape(name: str, section: str) -> tuple[list[str], list[tuple[str, str]], l
     what ``set server`` can change.
     """
     digest = _digest(name)
-    text = section.replace(name, "@", 1).replace(digest[:32], "@C").replace(digest[32:60], "@S")
+    text = section.rstrip("\n").replace(name, "@", 1)
+    text = text.replace(digest[:32], "@C").replace(digest[32:60], "@S")
     lines: list[str] = []
     slots: list[tuple[str, str]] = []
     parts: list[Slot] = []
@@ -160,6 +161,12 @@ def _retarget(section_name: str, section: str, target: str, like: str) -> str | 
         out.append(_server_text(parsed[0], a_parts[i], parsed[2]))
         i += 1
     return "\n".join(out)
+
+
+def served_section(backend: str, text: str, name: str, old: str) -> str | None:
+    """``backend``'s new section ``text`` as served in loaded section ``name`` (itself or a
+    spare), or None when the runtime API cannot get there."""
+    return _retarget(backend, text, name, old)
 
 
 def _mismatch(name: str, new: str, old: str) -> str:

@@ -765,6 +765,21 @@ def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
     )
 
 
+def render_backend(
+    policy: L7Policy, config: RouterConfig
+) -> tuple[str, str, tuple[tuple[str, str, str, _Rank], ...], str | None,
+           tuple[tuple[str, bytes], ...]]:
+    """One route's ``(backend name, section text, map entries, crt-list line, files)``.
+
+    The endpoint fast path uses it to re-render only the backends of the pools
+    that changed (memoised like a full render's parts).
+    """
+    defaults = _BackendDefaults.of(config)
+    memo_key = (policy, defaults)
+    parts = _PARTS.get(memo_key) or _PARTS.put(memo_key, _policy_parts(policy, defaults))
+    return parts.backend, parts.text, parts.entries, parts.crt_line, parts.files
+
+
 def render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderResult:
     """Render everything; routes that cannot be written safely are skipped and reported."""
     with gc_paused():
