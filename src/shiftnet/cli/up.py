@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shiftnet.api import Pod, Resource
+from shiftnet.api import Pod, Resource, Route, Service
 from shiftnet.cli.applying import apply_documents
 from shiftnet.cli.manifests import read_manifests
 from shiftnet.cli.naming import object_ref
@@ -152,6 +152,34 @@ def pod_table(pods: list[Pod]) -> list[str]:
     ]
 
 
+def route_hints(cluster: LocalCluster, objects: list[Resource]) -> list[str]:
+    """curl lines through the router for the applied routes, and a dig for the DNS."""
+    lines: list[str] = []
+    router = cluster.component("router")
+    config = getattr(router, "config", None)
+    if config is not None:
+        lines.append("shiftnet get routes -A")
+        for r in [o for o in objects if isinstance(o, Route) and o.spec.host][:MAX_CURL_LINES]:
+            path = r.spec.path or "/"
+            if r.spec.tls is None:
+                lines.append(
+                    f"curl -H 'Host: {r.spec.host}' http://127.0.0.1:{config.http_port}{path}"
+                )
+            else:
+                port = config.https_port
+                lines.append(
+                    f"curl -k --resolve {r.spec.host}:{port}:127.0.0.1 "
+                    f"https://{r.spec.host}:{port}{path}    # {r.spec.tls.termination}"
+                )
+    dns = cluster.component("dns")
+    address = getattr(dns, "address", None)
+    svc = next((o for o in objects if isinstance(o, Service)), None)
+    if address is not None and svc is not None:
+        host, port = address
+        lines.append(f"dig @{host} -p {port} {svc.name}.{svc.namespace}.svc.cluster.local")
+    return lines
+
+
 def hints(pods: list[Pod], state_dir: Path, extra: list[str]) -> list[str]:
     lines = ["", "Try next (in another terminal):"]
     if state_dir != Path(DEFAULT_HOME).expanduser().absolute():
@@ -209,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
             if pods:
                 for line in pod_table(pods):
                     say(line)
-            for line in hints(pods, config.state_dir, cluster.hints()):
+            extra = cluster.hints() + route_hints(cluster, objects)
+            for line in hints(pods, config.state_dir, extra):
                 say(line)
             await asyncio.Event().wait()
         except asyncio.CancelledError:
