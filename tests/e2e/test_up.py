@@ -254,3 +254,33 @@ def test_bad_manifest_is_one_sentence_and_starts_nothing(
     assert res.stderr.startswith("error: ") and "bogus" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert not (state / "state.db").exists()
+
+
+def test_impatient_second_ctrl_c_still_stops_every_pod(
+    demo_copy: Path, up_env: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    state, env = up_env
+    net = f"127.{random.randint(100, 199)}.0.0/16"
+    up = UpProcess(
+        ["up", "-f", str(demo_copy), "--node-name", "e2e-twice", "--cluster-network", net],
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        up.read_until(r"Press Ctrl-C", timeout=120)
+        starts = {pid: process_start_time(pid) for pid in pod_pids(state)}
+        assert len(starts) == 7 and haproxy_pids(state)
+        os.killpg(up.proc.pid, signal.SIGINT)
+        up.read_until(r"shutting down", timeout=30)
+        os.killpg(up.proc.pid, signal.SIGINT)  # while it is stopping
+        up.proc.wait(timeout=60)
+        for pid, start in starts.items():
+            assert process_start_time(pid) != start, f"pod process {pid} survived"
+        assert not haproxy_pids(state), "haproxy survived"
+    finally:
+        if up.proc.poll() is None:
+            os.killpg(up.proc.pid, signal.SIGKILL)
+            up.proc.wait()
+        for pid in pod_pids(state):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -201,6 +201,20 @@ def hints(pods: list[Pod], state_dir: Path, extra: list[str]) -> list[str]:
     return lines
 
 
+async def stop_fully(cluster: LocalCluster) -> None:
+    """Stop every component even when more Ctrl-C's arrive meanwhile: a second signal
+    must not leave pods or HAProxy running behind the user's back."""
+    stopping = asyncio.ensure_future(cluster.stop())
+    while True:
+        try:
+            await asyncio.shield(stopping)
+            return
+        except asyncio.CancelledError:
+            if stopping.done():
+                return
+            say("still stopping: waiting for pods and the router to exit ...")
+
+
 def run(args: argparse.Namespace) -> int:
     node_name = check_node_name(args.node_name) if args.node_name else default_node_name()
     # Read and validate every manifest before starting anything.
@@ -245,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
             say("")
             say("shutting down ...")
         finally:
-            await cluster.stop()
+            await stop_fully(cluster)
         say("stopped: every component is down and no pod process is left running")
         return code
 
