@@ -51,6 +51,8 @@ from shiftnet.runner import CoalescingRunner
 log = logging.getLogger(__name__)
 
 ADMIN_SOCKET = "admin.sock"
+OWED_RELOAD_QUIET = 2.0  # seconds without changes before a reload owed by runtime changes
+OWED_RELOAD_MAX = 30.0  # ... but never later than this after the first such change
 ALIASES_INDEX = "aliases.json"  # describe.ALIASES_INDEX (describe imports the driver's modules)
 
 
@@ -285,6 +287,12 @@ class HAProxyDriver:
         self._on_disk: dict[str, bytes] | None = None  # what conf/ holds
         self._live: LiveState | None = None  # what HAProxy effectively serves
         self._apply_lock = asyncio.Lock()
+        self._urgent = False
+        self.owed_reload_quiet = OWED_RELOAD_QUIET
+        self.owed_reload_max = OWED_RELOAD_MAX
+        self._last_change = 0.0
+        self._owed_since = 0.0
+        self._owed_task: asyncio.Task[None] | None = None
         self._runner = CoalescingRunner(
             self._sync, min_interval=reload_interval, name="haproxy-reload"
         )
@@ -309,6 +317,10 @@ class HAProxyDriver:
 
     async def stop(self, stop_haproxy: bool = True) -> None:
         """Stop watching; stop HAProxy too unless the caller wants it left serving."""
+        if self._owed_task is not None:
+            self._owed_task.cancel()
+            await asyncio.gather(self._owed_task, return_exceptions=True)
+            self._owed_task = None
         if self._supervisor is not None:
             self._supervisor.cancel()
             await asyncio.gather(self._supervisor, return_exceptions=True)
@@ -328,13 +340,42 @@ class HAProxyDriver:
         """
         async with self._apply_lock:
             self._desired = dict(files)
-            if (
-                self._live is not None
-                and await self._try_runtime(files)
-                and self._live.clean
-            ):
-                return
+            if self._live is not None and await self._try_runtime(files):
+                if self._live.clean:
+                    return
+                if not self._urgent:
+                    self._owe()  # served already: the clean-up reload can wait
+                    return
         self._runner.kick()
+
+    def _owe(self) -> None:
+        """Schedule the reload a served runtime change still owes, once changes pause.
+
+        Everything is served already, so there is no hurry: the reload waits
+        for ``OWED_RELOAD_QUIET`` seconds without changes (at most
+        ``OWED_RELOAD_MAX``), so a stream of route changes is not slowed by
+        reloads holding the apply lock, then goes through the coalesced runner.
+        """
+        now = time.monotonic()
+        self._last_change = now
+        if self._owed_task is None or self._owed_task.done():
+            self._owed_since = now
+            self._owed_task = asyncio.get_running_loop().create_task(
+                self._owed_reload(), name="haproxy-owed-reload"
+            )
+
+    async def _owed_reload(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            if self._live is None or self._live.clean:
+                return
+            now = time.monotonic()
+            if (
+                now - self._last_change >= self.owed_reload_quiet
+                or now - self._owed_since >= self.owed_reload_max
+            ):
+                self._runner.kick()
+                return
 
     async def apply_sections(self, sections: dict[str, str]) -> bool:
         """Serve new server slots of some backends at once; False when only a full apply can.
@@ -395,6 +436,7 @@ class HAProxyDriver:
             return False
         for reason in sorted(outcome.deferred.values()):
             self._fallback(reason)
+        self._urgent = bool(outcome.deferred)  # some route waits for the reload
         try:
             await self.runtime.batch(outcome.commands)
         except RuntimeAPIError as err:
@@ -491,12 +533,11 @@ class HAProxyDriver:
             )
             latest = self._desired
             # Changes that arrived during the check: on top, without another reload.
-            if (
-                latest is not None
-                and latest is not desired
-                and (not await self._try_runtime(latest) or not self._live.clean)
-            ):
-                self._runner.kick()
+            if latest is not None and latest is not desired:
+                if not await self._try_runtime(latest) or self._urgent:
+                    self._runner.kick()
+                elif not self._live.clean:
+                    self._owe()
 
     async def _load(self, changed: bool) -> bool:
         """Start HAProxy on the live files, or reload it; True when it had to be started.
