@@ -98,26 +98,14 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Master
     )
 
 
-def _metrics_address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not 0 < number < 65536:
-        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
-    return host or "127.0.0.1", number
-
-
 def run(args: argparse.Namespace) -> int:
-    from shiftnet.cli.runtime import run_async
+    from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
 
     config = config_from_args(args, os.environ)
-    metrics_at = _metrics_address(args.metrics_listen) if args.metrics_listen else None
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def serve() -> int:
-        from prometheus_client import start_http_server
-
         from shiftnet.master import Master
         from shiftnet.master.metrics import REGISTRY
         from shiftnet.store import open_store
@@ -127,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(args.store)
         master = Master(store, config)
         try:
-            if metrics_at is not None:
-                start_http_server(metrics_at[1], addr=metrics_at[0], registry=REGISTRY)
+            serve_metrics(args.metrics_listen, REGISTRY)
             await master.start()
             print(
                 f"master running: cluster network {master.subnets.range.cidr} "

@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from shiftnet.cli.runtime import run_async
+from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
 from shiftnet.sdn.config import NETWORK_MODES, NodeConfig, default_node_name
 
 
@@ -117,23 +117,12 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     )
 
 
-def metrics_address(text: str) -> tuple[str, int]:
-    from shiftnet.errors import ConfigError
-
-    host, _, port = text.rpartition(":")
-    number = int(port) if port.isdigit() else -1
-    if not 0 < number < 65536:
-        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
-    return host or "127.0.0.1", number
-
-
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    metrics_at = metrics_address(args.metrics_listen) if args.metrics_listen else None
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def go() -> int:
-        from prometheus_client import start_http_server
-
         from shiftnet.sdn.agent import NodeAgent
         from shiftnet.sdn.metrics import REGISTRY
         from shiftnet.store import open_store
@@ -142,8 +131,7 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(args.store)
         agent = NodeAgent(store, config)
         try:
-            if metrics_at is not None:
-                start_http_server(metrics_at[1], addr=metrics_at[0], registry=REGISTRY)
+            serve_metrics(args.metrics_listen, REGISTRY)
             await agent.start()
             print(f"node {config.node_name} registered; waiting for its HostSubnet", flush=True)
             subnet = await agent.wait_for_subnet()

@@ -47,28 +47,14 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _metrics_address(text: str) -> tuple[str, int]:
-    from shiftnet.errors import ConfigError
-
-    host, _, port = text.rpartition(":")
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not 0 < number < 65536:
-        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
-    return host or "127.0.0.1", number
-
-
 def run(args: argparse.Namespace) -> int:
-    from shiftnet.cli.runtime import run_async
+    from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
 
     config = RouterConfig.from_args(args)
-    metrics_at = _metrics_address(args.metrics_listen) if args.metrics_listen else None
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def serve() -> int:
-        from prometheus_client import start_http_server
-
         from shiftnet.router import Router
         from shiftnet.router.metrics import REGISTRY
         from shiftnet.store import open_store
@@ -78,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(args.store)
         router = Router(store, config)
         try:
-            if metrics_at is not None:
-                start_http_server(metrics_at[1], addr=metrics_at[0], registry=REGISTRY)
+            serve_metrics(args.metrics_listen, REGISTRY)
             await router.start()
             print(
                 f"router {config.name} serving http on :{config.http_port} and https on "

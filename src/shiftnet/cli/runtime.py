@@ -91,3 +91,24 @@ async def cluster_client(store_url: str) -> AsyncIterator[Client]:
 def client_from_args(args: Any) -> contextlib.AbstractAsyncContextManager[Client]:
     """:func:`cluster_client` for the global ``--store``/``--state-dir`` flags."""
     return cluster_client(args.store)
+
+
+def metrics_address(text: str) -> tuple[str, int]:
+    """``--metrics-listen ADDR:PORT`` (``:PORT`` means 127.0.0.1), or one clear error."""
+    from shiftnet.errors import ConfigError
+
+    host, _, port = text.rpartition(":")
+    number = int(port) if port.isdigit() else -1
+    if not 0 < number < 65536:
+        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
+    return host or "127.0.0.1", number
+
+
+def serve_metrics(listen: str | None, registry: Any) -> None:
+    """Start the Prometheus endpoint of a long-running sub-command when asked for."""
+    if not listen:
+        return
+    from prometheus_client import start_http_server
+
+    host, port = metrics_address(listen)
+    start_http_server(port, addr=host, registry=registry)
