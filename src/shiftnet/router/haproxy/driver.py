@@ -51,7 +51,7 @@ from shiftnet.runner import CoalescingRunner
 log = logging.getLogger(__name__)
 
 ADMIN_SOCKET = "admin.sock"
-OWED_RELOAD_QUIET = 2.0  # seconds without changes before a reload owed by runtime changes
+OWED_RELOAD_QUIET = 5.0  # seconds without changes before a reload owed by runtime changes
 OWED_RELOAD_MAX = 30.0  # ... but never later than this after the first such change
 ALIASES_INDEX = "aliases.json"  # describe.ALIASES_INDEX (describe imports the driver's modules)
 
@@ -288,6 +288,7 @@ class HAProxyDriver:
         self._live: LiveState | None = None  # what HAProxy effectively serves
         self._apply_lock = asyncio.Lock()
         self._urgent = False
+        self._reloading = False
         self.owed_reload_quiet = OWED_RELOAD_QUIET
         self.owed_reload_max = OWED_RELOAD_MAX
         self._last_change = 0.0
@@ -384,34 +385,42 @@ class HAProxyDriver:
         sections (route backend name -> text) whose map entries did not
         change. The files on disk are left to the full apply that follows.
         """
+        if self._reloading:
+            # A reload holds the lock for as long as the new worker parses (seconds
+            # at 10,000 routes); endpoint commands need not wait: whichever worker
+            # gets them, the apply after the reload re-sends what the loaded files lack.
+            return await self._apply_sections(sections)
         async with self._apply_lock:
-            live = self._live
-            if live is None or not self.process.alive():
+            return await self._apply_sections(sections)
+
+    async def _apply_sections(self, sections: dict[str, str]) -> bool:
+        live = self._live
+        if live is None or not self.process.alive():
+            return False
+        served = dict(live.sections)
+        cmds: list[str] = []
+        for backend, text in sections.items():
+            name = live.aliases.get(backend, backend)
+            old = live.sections.get(name)
+            new = served_section(backend, text, name, old) if old is not None else None
+            more = section_commands(name, old, new) if old is not None and new else None
+            if new is None or more is None:
                 return False
-            served = dict(live.sections)
-            cmds: list[str] = []
-            for backend, text in sections.items():
-                name = live.aliases.get(backend, backend)
-                old = live.sections.get(name)
-                new = served_section(backend, text, name, old) if old is not None else None
-                more = section_commands(name, old, new) if old is not None and new else None
-                if new is None or more is None:
-                    return False
-                served[name] = new
-                cmds += more
-            if not cmds:
-                return True
-            try:
-                await self.runtime.batch(cmds)
-            except RuntimeAPIError as err:
-                log.warning("runtime endpoint update refused error=%s", err)
-                return False
-            live.sections = served
-            live.clean = False  # the files on disk follow with the next full apply
-            self.runtime_applies += 1
-            metrics.RUNTIME_UPDATES.inc()
-            log.info("haproxy endpoints updated without reload commands=%d", len(cmds))
+            served[name] = new
+            cmds += more
+        if not cmds:
             return True
+        try:
+            await self.runtime.batch(cmds)
+        except RuntimeAPIError as err:
+            log.warning("runtime endpoint update refused error=%s", err)
+            return False
+        live.sections = served
+        live.clean = False  # the files on disk follow with the next full apply
+        self.runtime_applies += 1
+        metrics.RUNTIME_UPDATES.inc()
+        log.info("haproxy endpoints updated without reload commands=%d", len(cmds))
+        return True
 
     async def flush(self) -> None:
         """Apply the pending change now (tests, start-up)."""
@@ -505,6 +514,7 @@ class HAProxyDriver:
             write_file_set(self.process.conf_dir, desired)
             metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t_write + (t_write - t0))
             t1 = time.monotonic()
+            self._reloading = True
             try:
                 started = await self._load(True)
             except HAProxyError as err:
@@ -517,6 +527,8 @@ class HAProxyDriver:
                         await self.process.ensure_running()
                 self._failed("reload", err)
                 raise
+            finally:
+                self._reloading = False
             metrics.RELOAD_SECONDS.observe(time.monotonic() - t1)
             metrics.RELOAD_FAILURE.set(0)
             self.last_error = None
