@@ -84,6 +84,7 @@ class Router:
         self._pending_pools: set[tuple[str, str]] = set()
         self._admission_dirty = True  # a Route or Namespace changed since the last admission
         self._policies_by_pool: dict[tuple[str, str], list[Any]] = {}
+        self._pool_keys: set[tuple[str, str]] = set()
         # Status writes run beside the sync, so 10,000 of them never delay serving a change.
         self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
         self._stats_task: asyncio.Task[None] | None = None
@@ -164,7 +165,16 @@ class Router:
             return
         if isinstance(obj, (Route, Namespace)):
             self._admission_dirty = True
+        elif isinstance(obj, Service) and not self._uses_pool(obj):
+            return  # no admitted route points at it: nothing to render
         self._runner.kick()
+
+    def _uses_pool(self, obj: Service | Endpoints) -> bool:
+        """True when an admitted route points at this Service (or before the first sync)."""
+        if self.model is None:
+            return True
+        key = (obj.metadata.namespace or "", obj.metadata.name)
+        return key in self._policies_by_pool or key in self._pool_keys
 
     async def _sync_endpoints(self) -> None:
         """The fast path for Endpoints: re-render only the affected routes' backends.
@@ -176,6 +186,10 @@ class Router:
         sync still follows, to write the files and catch anything else.
         """
         keys, self._pending_pools = self._pending_pools, set()
+        if self.model is not None and not any(
+            k in self._pool_keys or k in self._policies_by_pool for k in keys
+        ):
+            return  # Endpoints of Services no admitted route points at: nothing to render
         try:
             sections = self._endpoint_sections(keys)
             if sections:
@@ -250,6 +264,7 @@ class Router:
                 if pool in by_name:
                     by_pool.setdefault(by_name[pool], []).append(policy)
         self._policies_by_pool = by_pool
+        self._pool_keys = set(by_name.values())
         paths = RenderPaths(
             run_dir=str(socket_dir(self.work_dir)),
             default_certificate=str(self._default_cert),
