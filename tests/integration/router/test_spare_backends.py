@@ -224,3 +224,25 @@ async def test_metrics_count_requests_and_errors_of_a_route_on_a_spare(
     # Runtime updates write the files too, and that is timed like a reload's write.
     assert metrics.REGISTRY.get_sample_value("template_router_write_config_seconds_count") > writes
     assert metrics.REGISTRY.get_sample_value("template_router_reload_failure") == 0
+
+
+async def test_owed_reload_runs_once_changes_pause(tmp_path: Path) -> None:
+    env = RouterEnv(tmp_path, extra_env={"RELOAD_INTERVAL": "0"})
+    try:
+        await env.start()
+        env.router.driver.owed_reload_quiet = 1.0
+        with backends("o-1") as (o1,):
+            await env.apply(namespace("demo"), service("demo", "o"), endpoints("demo", "o", [o1]))
+            await env.router.sync_now()
+            reloads = env.router.driver.reloads
+            await env.apply(route("demo", "o", "o.example.com", "o"))
+            await _until(env, "o.example.com", 200)
+            # Served through a spare at once; no reload yet (it waits for a quiet second).
+            assert env.router.driver.aliases == {"be_http:demo:o": "be_spare_http:0"}
+            assert env.router.driver.reloads == reloads
+            # Then the owed reload renders the route's own backend, and it keeps serving.
+            await env.eventually(lambda: _true(env.router.driver.aliases == {}), timeout=15)
+            assert env.router.driver.reloads == reloads + 1
+            assert (await env.get("o.example.com")).backend == "o-1"
+    finally:
+        await env.stop()
