@@ -246,3 +246,21 @@ async def test_owed_reload_runs_once_changes_pause(tmp_path: Path) -> None:
             assert (await env.get("o.example.com")).backend == "o-1"
     finally:
         await env.stop()
+
+
+async def test_router_restarted_while_a_reload_is_owed_reloads_once(
+    slow_reload_env: RouterEnv,
+) -> None:
+    env = slow_reload_env
+    with backends("w-1") as (w1,):
+        await env.apply(namespace("demo"), service("demo", "w"), endpoints("demo", "w", [w1]))
+        await env.apply(route("demo", "w", "w.example.com", "w"))
+        await _until(env, "w.example.com", 200)
+        await env.eventually(lambda: _true(bool(env.router.driver.aliases)))  # on a spare
+        assert (env.work_dir / "reload-owed").exists()
+        await env.router.stop(stop_haproxy=False)  # as if the router died
+        await env.start()  # adopts HAProxy; the runtime state it left is unknown: reload
+        assert env.router.driver.reloads == 1
+        assert not (env.work_dir / "reload-owed").exists()
+        assert env.router.driver.aliases == {}
+        assert (await env.get("w.example.com")).backend == "w-1"

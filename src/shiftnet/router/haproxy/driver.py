@@ -307,10 +307,10 @@ class HAProxyDriver:
         if await self.process.adopt():
             self._loaded = read_file_set(self.process.conf_dir)
             self._on_disk = dict(self._loaded)
-            self._live = LiveState.of(self._loaded)
             # A router that stopped owing a reload left HAProxy serving runtime
-            # changes (spare backends) it can no longer describe: reload once.
-            self._live.clean = not self._owed_marker.exists()
+            # changes (spare backends) it can no longer describe: reload once first.
+            owed = self._owed_marker.exists()
+            self._live = None if owed else LiveState.of(self._loaded)
         await self._runner.start()
         self._supervisor = asyncio.get_running_loop().create_task(
             self.process.supervise(), name="haproxy-supervisor"
