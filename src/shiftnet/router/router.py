@@ -85,6 +85,7 @@ class Router:
         self._admission_dirty = True  # a Route or Namespace changed since the last admission
         self._policies_by_pool: dict[tuple[str, str], list[Any]] = {}
         self._pool_keys: set[tuple[str, str]] = set()
+        self._last_index: dict[str, list[str]] | None = None
         # Status writes run beside the sync, so 10,000 of them never delay serving a change.
         self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
         self._stats_task: asyncio.Task[None] | None = None
@@ -291,6 +292,9 @@ class Router:
             await self._write_statuses(self.admission)
 
     def _write_index(self, index: dict[str, list[str]]) -> None:
+        if index == self._last_index:
+            return  # a dict comparison is far cheaper than dumping 10,000 entries
+        self._last_index = index
         run = self.work_dir / "run"
         run.mkdir(parents=True, exist_ok=True)
         data = json.dumps(index, sort_keys=True, indent=1).encode()
