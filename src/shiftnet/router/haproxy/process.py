@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import resource
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -442,6 +443,9 @@ class HAProxyProcess:
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(FileNotFoundError):
                 self.pid_file.unlink()
+            if self.run_dir != self.work_dir.resolve() / "run":
+                # a short socket directory outside the work dir: nothing else cleans it up
+                shutil.rmtree(self.run_dir, ignore_errors=True)
             log.info("haproxy stopped master_pid=%d", pid)
 
     async def supervise(self, interval: float = 0.5) -> None:
