@@ -146,13 +146,102 @@ class RebuildResult:
     out_of_range: tuple[str, ...]
 
 
-class IPRange:
+class _SlotRange:
+    """What every range does with its :class:`SlotPool`; subclasses map values to slots.
+
+    ``_slot(value)`` raises NotInRange for a value that is not ours, ``_value(slot)``
+    renders a slot, and ``NOUN`` names the value in Kubernetes-style errors.
+    """
+
+    NOUN = "value"
+    _pool: SlotPool
+
+    def _slot(self, value: str) -> int:
+        raise NotImplementedError
+
+    def _value(self, slot: int) -> str:
+        raise NotImplementedError
+
+    @property
+    def capacity(self) -> int:
+        return self._pool.capacity
+
+    @property
+    def used(self) -> int:
+        return self._pool.used
+
+    @property
+    def free(self) -> int:
+        return self._pool.free
+
+    def contains(self, value: str) -> bool:
+        """True when ``value`` could be allocated here (inside the range, not reserved)."""
+        try:
+            self._slot(value)
+        except NotInRange:
+            return False
+        return True
+
+    def is_allocated(self, value: str) -> bool:
+        try:
+            return self._pool.is_used(self._slot(value))
+        except NotInRange:
+            return False
+
+    def allocated(self) -> list[str]:
+        """Every allocated value, in numeric order."""
+        return [self._value(s) for s in self._pool.used_slots()]
+
+    def allocate(self, value: str) -> str:
+        """Allocate exactly ``value``; returns it in canonical form."""
+        slot = self._slot(value)
+        if not self._pool.take(slot):
+            raise AlreadyAllocated(f"provided {self.NOUN} is already allocated")
+        return self._value(slot)
+
+    def allocate_next(self) -> str:
+        """Allocate the lowest free value."""
+        slot = self._pool.take_lowest()
+        if slot is None:
+            raise RangeFull("range is full")
+        return self._value(slot)
+
+    def release(self, value: str) -> bool:
+        """Give ``value`` back; False when it was not allocated (or not ours)."""
+        try:
+            return self._pool.give_back(self._slot(value))
+        except NotInRange:
+            return False
+
+    def rebuild(self, in_use: Iterable[str]) -> RebuildResult:
+        """Forget everything, then allocate each value of ``in_use`` in the given order.
+
+        The first holder of a value keeps it; later duplicates and values
+        outside the range are reported, not allocated.
+        """
+        self._pool.clear()
+        kept: list[str] = []
+        dups: list[str] = []
+        outside: list[str] = []
+        for value in in_use:
+            try:
+                kept.append(self.allocate(value))
+            except AlreadyAllocated:
+                dups.append(value)
+            except NotInRange:
+                outside.append(value)
+        return RebuildResult(tuple(kept), tuple(dups), tuple(outside))
+
+
+class IPRange(_SlotRange):
     """Single addresses from one CIDR (ClusterIPs, pod IPs).
 
     Reserved addresses are never handed out, and requesting one is "not in
     the valid range". The constructors below say which addresses each use
     reserves.
     """
+
+    NOUN = "IP"
 
     def __init__(self, cidr: str, *, reserved: Iterable[str] = ()) -> None:
         self.network: IPNetwork = parse_network(cidr)
@@ -194,22 +283,10 @@ class IPRange:
 
     # ----------------------------------------------------------- queries
 
-    @property
-    def capacity(self) -> int:
-        return self._pool.capacity
-
-    @property
-    def used(self) -> int:
-        return self._pool.used
-
-    @property
-    def free(self) -> int:
-        return self._pool.free
-
     def reserved(self) -> list[str]:
-        return [self._addr(s) for s in sorted(self._pool.reserved)]
+        return [self._value(s) for s in sorted(self._pool.reserved)]
 
-    def _addr(self, slot: int) -> str:
+    def _value(self, slot: int) -> str:
         return str(ipaddress.ip_address(self._base + slot))
 
     def _slot(self, ip: str) -> int:
@@ -228,78 +305,20 @@ class IPRange:
     def _range_message(self) -> str:
         return f"provided IP is not in the valid range. The range of valid IPs is {self.cidr}"
 
-    def contains(self, ip: str) -> bool:
-        """True when ``ip`` could be allocated here (inside the CIDR, not reserved)."""
-        try:
-            self._slot(ip)
-        except NotInRange:
-            return False
-        return True
-
-    def is_allocated(self, ip: str) -> bool:
-        try:
-            return self._pool.is_used(self._slot(ip))
-        except NotInRange:
-            return False
-
-    def allocated(self) -> list[str]:
-        """Every allocated address, in numeric order."""
-        return [self._addr(s) for s in self._pool.used_slots()]
-
     def check(self, ip: str) -> None:
         """Raise what :meth:`allocate` would raise, without allocating."""
         if self._pool.is_used(self._slot(ip)):
             raise AlreadyAllocated("provided IP is already allocated")
 
-    # ----------------------------------------------------------- changes
 
-    def allocate(self, ip: str) -> str:
-        """Allocate exactly ``ip``; returns it in canonical form."""
-        slot = self._slot(ip)
-        if not self._pool.take(slot):
-            raise AlreadyAllocated("provided IP is already allocated")
-        return self._addr(slot)
-
-    def allocate_next(self) -> str:
-        """Allocate the lowest free address."""
-        slot = self._pool.take_lowest()
-        if slot is None:
-            raise RangeFull("range is full")
-        return self._addr(slot)
-
-    def release(self, ip: str) -> bool:
-        """Give ``ip`` back; False when it was not allocated (or not ours)."""
-        try:
-            return self._pool.give_back(self._slot(ip))
-        except NotInRange:
-            return False
-
-    def rebuild(self, in_use: Iterable[str]) -> RebuildResult:
-        """Forget everything, then allocate each value of ``in_use`` in the given order.
-
-        The first holder of a value keeps it; later duplicates and values
-        outside the range are reported, not allocated.
-        """
-        self._pool.clear()
-        kept: list[str] = []
-        dups: list[str] = []
-        outside: list[str] = []
-        for ip in in_use:
-            try:
-                kept.append(self.allocate(ip))
-            except AlreadyAllocated:
-                dups.append(ip)
-            except NotInRange:
-                outside.append(ip)
-        return RebuildResult(tuple(kept), tuple(dups), tuple(outside))
-
-
-class SubnetRange:
+class SubnetRange(_SlotRange):
     """Equal-sized subnets of one cluster network (node subnets).
 
     ``host_bits`` is OpenShift's ``hostsubnetlength``: the number of host bits
     of each subnet, so a /16 with ``host_bits=8`` yields 256 /24 subnets.
     """
+
+    NOUN = "subnet"
 
     def __init__(self, cidr: str, host_bits: int) -> None:
         self.network: IPNetwork = parse_network(cidr, what="cluster network")
@@ -315,19 +334,7 @@ class SubnetRange:
         self._base = int(self.network.network_address)
         self._pool = SlotPool(1 << (total_host_bits - host_bits))
 
-    @property
-    def capacity(self) -> int:
-        return self._pool.capacity
-
-    @property
-    def used(self) -> int:
-        return self._pool.used
-
-    @property
-    def free(self) -> int:
-        return self._pool.free
-
-    def _subnet(self, slot: int) -> str:
+    def _value(self, slot: int) -> str:
         addr = ipaddress.ip_address(self._base + (slot << self.host_bits))
         return f"{addr}/{self.prefixlen}"
 
@@ -347,55 +354,6 @@ class SubnetRange:
             )
         return (int(net.network_address) - self._base) >> self.host_bits
 
-    def contains(self, subnet: str) -> bool:
-        try:
-            self._slot(subnet)
-        except NotInRange:
-            return False
-        return True
-
-    def is_allocated(self, subnet: str) -> bool:
-        try:
-            return self._pool.is_used(self._slot(subnet))
-        except NotInRange:
-            return False
-
-    def allocated(self) -> list[str]:
-        return [self._subnet(s) for s in self._pool.used_slots()]
-
-    def allocate(self, subnet: str) -> str:
-        slot = self._slot(subnet)
-        if not self._pool.take(slot):
-            raise AlreadyAllocated("provided subnet is already allocated")
-        return self._subnet(slot)
-
-    def allocate_next(self) -> str:
-        slot = self._pool.take_lowest()
-        if slot is None:
-            raise RangeFull("range is full")
-        return self._subnet(slot)
-
-    def release(self, subnet: str) -> bool:
-        try:
-            return self._pool.give_back(self._slot(subnet))
-        except NotInRange:
-            return False
-
-    def rebuild(self, in_use: Iterable[str]) -> RebuildResult:
-        """As :meth:`IPRange.rebuild`: first holder wins, the rest are reported."""
-        self._pool.clear()
-        kept: list[str] = []
-        dups: list[str] = []
-        outside: list[str] = []
-        for s in in_use:
-            try:
-                kept.append(self.allocate(s))
-            except AlreadyAllocated:
-                dups.append(s)
-            except NotInRange:
-                outside.append(s)
-        return RebuildResult(tuple(kept), tuple(dups), tuple(outside))
-
     def __iter__(self) -> Iterator[str]:
         """Every subnet of the range, allocated or not, in order."""
-        return (self._subnet(s) for s in range(self._pool.size))
+        return (self._value(s) for s in range(self._pool.size))
