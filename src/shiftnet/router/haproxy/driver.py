@@ -45,7 +45,12 @@ from shiftnet.router.haproxy.process import (
     HAProxyProcess,
     ReloadFailed,
 )
-from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
+from shiftnet.router.haproxy.runtime import (
+    RuntimeAPI,
+    RuntimeAPIError,
+    map_entries,
+    server_change_commands,
+)
 from shiftnet.runner import CoalescingRunner
 
 log = logging.getLogger(__name__)
@@ -122,14 +127,7 @@ def server_commands(old: ParsedConfig, new: ParsedConfig) -> list[str]:
         if before == after:
             continue
         be, srv = key
-        if after.disabled and not before.disabled:
-            cmds.append(RuntimeAPI.set_server_state_cmd(be, srv, "maint"))
-        if (after.address, after.port) != (before.address, before.port):
-            cmds.append(RuntimeAPI.set_server_addr_cmd(be, srv, after.address, after.port))
-        if after.weight != before.weight:
-            cmds.append(RuntimeAPI.set_server_weight_cmd(be, srv, after.weight))
-        if before.disabled and not after.disabled:
-            cmds.append(RuntimeAPI.set_server_state_cmd(be, srv, "ready"))
+        cmds += server_change_commands(be, srv, before, after)
     return cmds
 
 
@@ -229,16 +227,6 @@ def slot_commands(old_text: str, new_text: str) -> list[str] | None:
     return server_commands(ParsedConfig("", "", old_slots), ParsedConfig("", "", new_slots))
 
 
-def _map_entries(data: bytes) -> dict[str, str]:
-    entries: dict[str, str] = {}
-    for line in data.decode().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, _, value = line.strip().partition(" ")
-        entries[key] = value.strip()
-    return entries
-
-
 def map_commands(map_ref: str, old: bytes, new: bytes) -> list[str]:
     """``del map``/``set map``/``add map`` commands turning one map file's entries into another's.
 
@@ -246,7 +234,7 @@ def map_commands(map_ref: str, old: bytes, new: bytes) -> list[str]:
     prefix (trees), so entry order does not matter and a runtime edit is
     equivalent to loading the new file.
     """
-    before, after = _map_entries(old), _map_entries(new)
+    before, after = map_entries(old), map_entries(new)
     cmds = [RuntimeAPI.del_map_cmd(map_ref, k) for k in sorted(set(before) - set(after))]
     for key in sorted(after):
         if key not in before:
@@ -465,7 +453,9 @@ class HAProxyDriver:
         metrics.RUNTIME_UPDATES.inc()
         log.info(
             "haproxy updated without reload commands=%d aliases=%d reload_owed=%s seconds=%.3f",
-            len(outcome.commands), len(outcome.state.aliases), not outcome.state.clean,
+            len(outcome.commands),
+            len(outcome.state.aliases),
+            not outcome.state.clean,
             time.monotonic() - t0,
         )
         return True

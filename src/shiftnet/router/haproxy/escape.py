@@ -157,8 +157,10 @@ def url_path(value: str, what: str = "path") -> str:
 
 def hostname(value: str, what: str = "host") -> str:
     """A lowercase DNS host name (what map keys, SNI filters and redirects may hold)."""
-    if len(value) > 253 or not _HOST_RE.fullmatch(value) or any(
-        len(label) > 63 for label in value.split(".")
+    if (
+        len(value) > 253
+        or not _HOST_RE.fullmatch(value)
+        or any(len(label) > 63 for label in value.split("."))
     ):
         raise UnsafeValue(f"{what} {value!r} is not a lowercase DNS name")
     return value

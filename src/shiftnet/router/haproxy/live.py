@@ -29,7 +29,12 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
+from shiftnet.router.haproxy.runtime import (
+    RuntimeAPI,
+    RuntimeAPIError,
+    map_entries,
+    server_change_commands,
+)
 
 CONFIG_NAME = "haproxy.cfg"
 SPARE_ADDRESS = "127.0.0.1:1"
@@ -202,24 +207,8 @@ def section_commands(name: str, old: str, new: str) -> list[str] | None:
     for (srv, _), before, after in zip(n_slots, o_parts, n_parts, strict=True):
         if before == after:
             continue
-        if after.disabled and not before.disabled:
-            cmds.append(RuntimeAPI.set_server_state_cmd(name, srv, "maint"))
-        if (after.address, after.port) != (before.address, before.port):
-            cmds.append(RuntimeAPI.set_server_addr_cmd(name, srv, after.address, after.port))
-        if after.weight != before.weight:
-            cmds.append(RuntimeAPI.set_server_weight_cmd(name, srv, after.weight))
-        if before.disabled and not after.disabled:
-            cmds.append(RuntimeAPI.set_server_state_cmd(name, srv, "ready"))
+        cmds += server_change_commands(name, srv, before, after)
     return cmds
-
-
-def _map_lines(data: bytes) -> dict[str, str]:
-    entries: dict[str, str] = {}
-    for line in data.decode().split("\n"):
-        key, _, value = line.strip().partition(" ")
-        if key and not key.startswith("#"):
-            entries[key] = value.strip()
-    return entries
 
 
 def translate_map(data: bytes, aliases: dict[str, str], drop: set[str] | None = None) -> bytes:
@@ -243,7 +232,7 @@ def map_commands(map_ref: str, old: bytes, new: bytes) -> list[str]:
     The renderer's maps are exact or longest-prefix lookups (trees), so entry
     order does not matter and runtime edits equal loading the new file.
     """
-    before, after = _map_lines(old), _map_lines(new)
+    before, after = map_entries(old), map_entries(new)
     cmds = [RuntimeAPI.del_map_cmd(map_ref, k) for k in sorted(before.keys() - after.keys())]
     for key in sorted(after):
         if key not in before:

@@ -83,8 +83,13 @@ SNI_TERMINATE_MAP = "os_sni_terminate.map"  # exact hosts of edge/reencrypt rout
 
 HTTP_MAPS = (HTTP_EXACT_MAP, HTTP_PREFIX_MAP, HTTP_WILDCARD_EXACT_MAP, HTTP_WILDCARD_PREFIX_MAP)
 TLS_MAPS = (TLS_EXACT_MAP, TLS_PREFIX_MAP, TLS_WILDCARD_EXACT_MAP, TLS_WILDCARD_PREFIX_MAP)
-ALL_MAPS = (*HTTP_MAPS, *TLS_MAPS, SNI_PASSTHROUGH_MAP, SNI_PASSTHROUGH_WILDCARD_MAP,
-            SNI_TERMINATE_MAP)
+ALL_MAPS = (
+    *HTTP_MAPS,
+    *TLS_MAPS,
+    SNI_PASSTHROUGH_MAP,
+    SNI_PASSTHROUGH_WILDCARD_MAP,
+    SNI_TERMINATE_MAP,
+)
 
 BASE_DEFAULTS = "base"
 FORWARDED_DEFAULTS = {  # set-forwarded-headers -> the named defaults section with its rules
@@ -101,8 +106,12 @@ ADMIN_SOCKET = "admin.sock"
 PUBLIC_HEALTHZ = "/_______internal_router_healthz"
 STATS_HEALTHZ = "/healthz"
 
-BACKEND_PREFIX = {HTTP: "be_http", EDGE: "be_edge_http", REENCRYPT: "be_secure",
-                  PASSTHROUGH: "be_tcp"}
+BACKEND_PREFIX = {
+    HTTP: "be_http",
+    EDGE: "be_edge_http",
+    REENCRYPT: "be_secure",
+    PASSTHROUGH: "be_tcp",
+}
 MIN_SLOTS = 4
 SPARE_ADDRESS = "127.0.0.1:1"
 _UNIX_PATH_MAX = 107
@@ -211,9 +220,7 @@ def slot_layout(backend: str, servers: Iterable[Server]) -> tuple[Slot, ...]:
             index = (index + 1) % count
         taken[index] = server
     base = _backend_digest(backend)[32:60]
-    return tuple(
-        Slot(name=f"s{i}", server=s, cookie=f"{base}{i:04x}") for i, s in enumerate(taken)
-    )
+    return tuple(Slot(name=f"s{i}", server=s, cookie=f"{base}{i:04x}") for i, s in enumerate(taken))
 
 
 # ------------------------------------------------------------------ lookup keys
@@ -275,8 +282,12 @@ class _BackendDefaults:
 
     @classmethod
     def of(cls, config: RouterConfig) -> _BackendDefaults:
-        return cls(config.load_balance_algorithm, config.tcp_balance_scheme,
-                   config.set_forwarded_headers, config.health_check_interval_ms)
+        return cls(
+            config.load_balance_algorithm,
+            config.tcp_balance_scheme,
+            config.set_forwarded_headers,
+            config.health_check_interval_ms,
+        )
 
 
 def _ms(value: int) -> str:
@@ -380,8 +391,9 @@ def _server_lines(
     return lines
 
 
-def _backend(policy: L7Policy, backend: str, config: _BackendDefaults,
-             files: dict[str, bytes]) -> list[str]:
+def _backend(
+    policy: L7Policy, backend: str, config: _BackendDefaults, files: dict[str, bytes]
+) -> list[str]:
     opts = policy.options
     http_mode = policy.termination != PASSTHROUGH
     forwarded = opts.set_forwarded_headers or config.set_forwarded_headers
@@ -415,21 +427,27 @@ def _backend(policy: L7Policy, backend: str, config: _BackendDefaults,
         )
         lines.append("  tcp-request content track-sc2 src")
         if limit.concurrent_tcp:
-            lines.append(f"  tcp-request content reject if {{ sc_conn_cur(2) gt "
-                         f"{int(limit.concurrent_tcp)} }}")
+            lines.append(
+                f"  tcp-request content reject if {{ sc_conn_cur(2) gt "
+                f"{int(limit.concurrent_tcp)} }}"
+            )
         if limit.rate_tcp:
-            lines.append(f"  tcp-request content reject if {{ sc_conn_rate(2) gt "
-                         f"{int(limit.rate_tcp)} }}")
+            lines.append(
+                f"  tcp-request content reject if {{ sc_conn_rate(2) gt {int(limit.rate_tcp)} }}"
+            )
         if limit.rate_http and http_mode:
-            lines.append(f"  http-request deny deny_status 429 if {{ sc_http_req_rate(2) gt "
-                         f"{int(limit.rate_http)} }}")
+            lines.append(
+                f"  http-request deny deny_status 429 if {{ sc_http_req_rate(2) gt "
+                f"{int(limit.rate_http)} }}"
+            )
     if http_mode:
         if opts.rewrite_target:
             lines.append(_rewrite_line(policy.rule.path, opts.rewrite_target))
         if opts.hsts_header and policy.termination in (EDGE, REENCRYPT):
             value = escape.log_format(opts.hsts_header, "hsts_header")
-            lines.append(f"  http-response set-header Strict-Transport-Security {value}"
-                         " if { ssl_fc }")
+            lines.append(
+                f"  http-response set-header Strict-Transport-Security {value} if {{ ssl_fc }}"
+            )
         if not opts.disable_cookies:
             cookie = (
                 escape.quoted(opts.cookie_name, "cookie_name")
@@ -694,8 +712,12 @@ class _PolicyParts:
 # Spare backends, per kind, let the driver serve a new route without a reload
 # (HAProxy 2.6 cannot add a backend at run time): it points the route's map
 # entries at a free spare and fills the spare's slots with ``set server``.
-SPARE_PREFIX = {HTTP: "be_spare_http", EDGE: "be_spare_edge", REENCRYPT: "be_spare_secure",
-                PASSTHROUGH: "be_spare_tcp"}
+SPARE_PREFIX = {
+    HTTP: "be_spare_http",
+    EDGE: "be_spare_edge",
+    REENCRYPT: "be_spare_secure",
+    PASSTHROUGH: "be_spare_tcp",
+}
 SPARE_OF_PREFIX = {BACKEND_PREFIX[t]: SPARE_PREFIX[t] for t in BACKEND_PREFIX}
 
 
@@ -713,13 +735,22 @@ def _spare_backends(count: int, defaults: _BackendDefaults) -> list[str]:
     texts: list[str] = []
     for termination in (HTTP, EDGE, REENCRYPT, PASSTHROUGH):
         policy = L7Policy(
-            namespace="", name="", rule=Rule("", "", False), termination=termination,
-            insecure_policy=INSECURE_NONE, tls=None, options=RouteOptions(), target_port=None,
-            targets=(), servers=(), warnings=(),
+            namespace="",
+            name="",
+            rule=Rule("", "", False),
+            termination=termination,
+            insecure_policy=INSECURE_NONE,
+            tls=None,
+            options=RouteOptions(),
+            target_port=None,
+            targets=(),
+            servers=(),
+            warnings=(),
         )
         for index in range(count):
-            texts.append("\n".join(_backend(policy, spare_name(termination, index), defaults,
-                                            {})) + "\n\n")
+            texts.append(
+                "\n".join(_backend(policy, spare_name(termination, index), defaults, {})) + "\n\n"
+            )
     return texts
 
 
@@ -767,8 +798,9 @@ def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
 
 def render_backend(
     policy: L7Policy, config: RouterConfig
-) -> tuple[str, str, tuple[tuple[str, str, str, _Rank], ...], str | None,
-           tuple[tuple[str, bytes], ...]]:
+) -> tuple[
+    str, str, tuple[tuple[str, str, str, _Rank], ...], str | None, tuple[tuple[str, bytes], ...]
+]:
     """One route's ``(backend name, section text, map entries, crt-list line, files)``.
 
     The endpoint fast path uses it to re-render only the backends of the pools
@@ -819,7 +851,9 @@ def _render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderR
             result.skipped[policy.key] = str(err)
             log.warning(
                 "route skipped in haproxy configuration route=%s/%s reason=%r",
-                policy.namespace, policy.name, str(err),
+                policy.namespace,
+                policy.name,
+                str(err),
             )
             continue
         for map_name, key, value, rank in parts.entries:

@@ -18,6 +18,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from shiftnet.errors import ShiftnetError
 from shiftnet.router.haproxy.process import unix_command
@@ -198,6 +199,47 @@ def _check_answer(command: str, answer: str) -> str:
     ):
         raise RuntimeAPIError(f"HAProxy refused {command!r}: {answer.strip()[:300]}")
     return answer
+
+
+class ServerRuntimePart(Protocol):
+    """What ``set server`` can change on one server line."""
+
+    @property
+    def address(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def weight(self) -> int: ...
+    @property
+    def disabled(self) -> bool: ...
+
+
+def server_change_commands(
+    backend: str, server: str, before: ServerRuntimePart, after: ServerRuntimePart
+) -> list[str]:
+    """The runtime commands that turn one server from ``before`` into ``after``: drain
+    first, then address and weight, then bring it back (never traffic to a half-set slot)."""
+    cmds: list[str] = []
+    if after.disabled and not before.disabled:
+        cmds.append(RuntimeAPI.set_server_state_cmd(backend, server, "maint"))
+    if (after.address, after.port) != (before.address, before.port):
+        cmds.append(RuntimeAPI.set_server_addr_cmd(backend, server, after.address, after.port))
+    if after.weight != before.weight:
+        cmds.append(RuntimeAPI.set_server_weight_cmd(backend, server, after.weight))
+    if before.disabled and not after.disabled:
+        cmds.append(RuntimeAPI.set_server_state_cmd(backend, server, "ready"))
+    return cmds
+
+
+def map_entries(data: bytes) -> dict[str, str]:
+    """A map file's ``key value`` lines (comments and blank lines skipped)."""
+    entries: dict[str, str] = {}
+    for line in data.decode().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, _, value = line.strip().partition(" ")
+        entries[key] = value.strip()
+    return entries
 
 
 class RuntimeAPI:
