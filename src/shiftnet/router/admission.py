@@ -265,57 +265,100 @@ def _admit(
     routes: Iterable[Route], namespaces: Iterable[Namespace], config: RouterConfig
 ) -> AdmissionResult:
     ns_by_name = {n.metadata.name: n for n in namespaces}
-    candidates: list[tuple[Route, str]] = []
+    candidates: list[Candidate] = []
     decisions: dict[RouteKey, Decision] = {}
-
-    def reject(route: Route, host: str, reason: str, message: str) -> None:
-        key = route_key(route)
-        decisions[key] = Decision(
-            key, False, host, reason, message, _ingress(route, host, config, reason, message)
-        )
-
     for route in sorted(routes, key=route_key):
-        if route.metadata.deletion_timestamp:
-            continue
-        if not in_shard(route, ns_by_name.get(route.metadata.namespace or ""), config):
-            continue
-        host = effective_host(route, config)
-        if not host:
-            reject(route, host, NO_HOST_VALUE, "no host value was defined for the route")
-            continue
-        if route.spec.host == "" and hostname_errors(host):
-            reject(route, host, INVALID_HOST, f'generated host "{host}" is not a valid DNS name')
-            continue
-        problem = _validation_problem(route)
-        if problem is not None:
-            reject(route, host, problem[0], problem[1])
-            continue
-        if hostname_errors(host):
-            reject(route, host, INVALID_HOST, f'spec.host: "{host}" is not a valid DNS name')
-            continue
-        policy = _policy_problem(route, host, config)
-        if policy is not None:
-            reject(route, host, ROUTE_NOT_ADMITTED, policy)
-            continue
-        candidates.append((route, host))
-
-    claims = _Claims.empty()
-    admitted: list[Route] = []
-    for route, host in sorted(candidates, key=lambda c: _age(c[0])):
-        claim = _claim_problem(route, host, claims, config)
-        if claim is not None:
-            reject(route, host, HOST_ALREADY_CLAIMED, claim)
-            continue
-        _grant(route, host, claims)
-        admitted.append(route)
-        _, warnings = parse_route_options(route.metadata.annotations)
-        message = "; ".join(warnings) if warnings else None
-        key = route_key(route)
-        decisions[key] = Decision(
-            key, True, host, None, message, _ingress(route, host, config, None, message)
-        )
+        verdict = precheck(route, ns_by_name.get(route.metadata.namespace or ""), config)
+        if isinstance(verdict, Decision):
+            decisions[verdict.key] = verdict
+        elif verdict is not None:
+            candidates.append(verdict)
+    decisions.update(decide_claims(candidates, config))
     _VALIDATION.end_round()
     return AdmissionResult(
         decisions=dict(sorted(decisions.items())),
-        admitted=tuple(sorted(admitted, key=route_key)),
+        admitted=tuple(
+            sorted((c.route for c in candidates if decisions[c.key].admitted), key=route_key)
+        ),
     )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A route that passed every check of its own and now competes for its host."""
+
+    route: Route
+    key: RouteKey
+    host: str
+    domain: str  # parent_domain(host): claims never cross it
+    wildcard: bool
+    age: tuple[str, str, str, str]
+
+
+def _rejection(
+    route: Route, host: str, reason: str, message: str, config: RouterConfig
+) -> Decision:
+    return Decision(
+        route_key(route), False, host, reason, message,
+        _ingress(route, host, config, reason, message),
+    )
+
+
+def precheck(
+    route: Route, namespace: Namespace | None, config: RouterConfig
+) -> Decision | Candidate | None:
+    """Checks 1-4 of one route alone: None (not ours), a rejection, or a claim candidate."""
+    if route.metadata.deletion_timestamp:
+        return None
+    if not in_shard(route, namespace, config):
+        return None
+    host = effective_host(route, config)
+    if not host:
+        return _rejection(route, host, NO_HOST_VALUE, "no host value was defined for the route",
+                          config)
+    if route.spec.host == "" and hostname_errors(host):
+        return _rejection(route, host, INVALID_HOST,
+                          f'generated host "{host}" is not a valid DNS name', config)
+    problem = _validation_problem(route)
+    if problem is not None:
+        return _rejection(route, host, problem[0], problem[1], config)
+    if hostname_errors(host):
+        return _rejection(route, host, INVALID_HOST,
+                          f'spec.host: "{host}" is not a valid DNS name', config)
+    policy = _policy_problem(route, host, config)
+    if policy is not None:
+        return _rejection(route, host, ROUTE_NOT_ADMITTED, policy, config)
+    return Candidate(
+        route=route,
+        key=route_key(route),
+        host=host,
+        domain=parent_domain(host),
+        wildcard=route.spec.wildcard_policy == "Subdomain",
+        age=_age(route),
+    )
+
+
+def decide_claims(
+    candidates: Iterable[Candidate], config: RouterConfig
+) -> dict[RouteKey, Decision]:
+    """Check 5, host claims, over candidates that can only compete with each other.
+
+    Oldest first; callers pass all candidates, or every candidate of one
+    parent domain, or (when that domain has no wildcard candidate) every
+    candidate of one host: claims never reach further.
+    """
+    claims = _Claims.empty()
+    out: dict[RouteKey, Decision] = {}
+    for c in sorted(candidates, key=lambda c: c.age):
+        route, host = c.route, c.host
+        claim = _claim_problem(route, host, claims, config)
+        if claim is not None:
+            out[c.key] = _rejection(route, host, HOST_ALREADY_CLAIMED, claim, config)
+            continue
+        _grant(route, host, claims)
+        _, warnings = parse_route_options(route.metadata.annotations)
+        message = "; ".join(warnings) if warnings else None
+        out[c.key] = Decision(
+            c.key, True, host, None, message, _ingress(route, host, config, None, message)
+        )
+    return out

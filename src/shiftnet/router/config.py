@@ -41,6 +41,7 @@ class RouterConfig:
     load_balance_algorithm: str = "leastconn"
     tcp_balance_scheme: str = "source"
     max_connections: int = 50000
+    file_descriptor_limit: int = 0  # RLIMIT_NOFILE for HAProxy; 0 = unknown (the router sets it)
     threads: int = 0  # 0 = let the driver choose from the CPU count
     connect_timeout_ms: int = 5_000
     client_timeout_ms: int = 30_000

@@ -32,17 +32,16 @@ from pathlib import Path
 
 from shiftnet.errors import ShiftnetError
 from shiftnet.router import metrics
+from shiftnet.router.haproxy import limits as limits_math
 
 log = logging.getLogger(__name__)
 
 HAPROXY_BINARY = "/usr/sbin/haproxy"
 CONFIG_NAME = "haproxy.cfg"
 
-# File descriptors HAProxy needs beyond two per connection: listeners, the
-# stats and master sockets, health checks, logs, resolvers. Measured on
-# HAProxy 2.6: maxconn 9,990 needs 20,008 descriptors, so 1,000 spare is a
-# comfortable margin that also covers a few hundred checked servers.
-FD_RESERVE_MIN = 1000
+# Descriptors beyond two per connection; the arithmetic, and the counting of
+# checked servers after rendering, live in ``limits`` (pure).
+FD_RESERVE_MIN = limits_math.FD_RESERVE_MIN
 
 
 SOCKET_PATH_MAX = 90  # HAProxy refuses unix socket paths over 97 bytes; leave room for names
@@ -114,11 +113,10 @@ def fit_limits(
         nofile = hard if hard != resource.RLIM_INFINITY else soft
         if nofile == resource.RLIM_INFINITY:
             nofile = 1 << 20
-    # Beyond two per connection HAProxy counts descriptors for listeners, health
-    # checks and the internal TLS hop; an eighth of the limit leaves room for them
-    # (the lab saw "Cannot raise FD limit to 20067" with a twentieth).
-    reserve = max(FD_RESERVE_MIN, nofile // 8)
-    allowed = max(1, (nofile - reserve) // 2)
+    # Beyond two per connection HAProxy counts descriptors for listeners and the
+    # internal TLS hop; the renderer lowers maxconn further for checked servers
+    # (``limits.fit_maxconn`` on the rendered configuration).
+    allowed = max(1, (nofile - limits_math.reserve(nofile)) // 2)
     if cpus is None:
         try:
             cpus = len(os.sched_getaffinity(0))
@@ -157,6 +155,39 @@ def log_limits_once(limits: ProcessLimits) -> None:
             limits.maxconn,
             limits.nofile,
             limits.nbthread,
+        )
+
+
+_fits_logged: set[tuple[int, bool]] = set()
+
+
+def log_maxconn_fit(fit: limits_math.MaxconnFit | None) -> None:
+    """Say once, not per reload, when checked servers lower ``maxconn`` further.
+
+    ``fit_maxconn`` moves only in steps of checked servers; each value it
+    takes (and ``no strict-limits``, when the checks alone do not fit) is said once.
+    """
+    if fit is None or fit.nofile <= 0 or (fit.maxconn, fit.strict) in _fits_logged:
+        return
+    _fits_logged.add((fit.maxconn, fit.strict))
+    if not fit.lowered:
+        return  # log_limits_once already said what maxconn is
+    if not fit.strict:
+        log.warning(
+            "haproxy health checks exceed the file descriptor limit: checked_servers=%d "
+            "nofile=%d maxconn=%d strict_limits=off (only checks in flight hold descriptors)",
+            fit.checked,
+            fit.nofile,
+            fit.maxconn,
+        )
+    else:
+        log.warning(
+            "haproxy maxconn fitted to the checked servers: requested=%d maxconn=%d "
+            "checked_servers=%d nofile=%d",
+            fit.requested,
+            fit.maxconn,
+            fit.checked,
+            fit.nofile,
         )
 
 
