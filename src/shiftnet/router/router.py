@@ -1,13 +1,16 @@
 """The router process: informers -> admission -> L7 model -> render -> HAProxy driver.
 
 ``Router(store, config)`` is the library entry point (``shiftnet router`` and
-``shiftnet up`` are thin wrappers). Every watch event kicks one coalesced sync:
-the sync recomputes admission and the model from the informer caches (pure,
-deterministic), renders the file set, hands it to the driver (runtime API at
-once, or a reload bounded by ``RELOAD_INTERVAL``), and writes each in-shard
-route's ``status.ingress[]`` entry for this router's name when it differs
-other than in timestamps. A failing sync is logged and retried on the next
-event; one bad route never stops the others (admission rejects it).
+``shiftnet up`` are thin wrappers). Every watch event is noted (which route, which
+pool) and kicks one coalesced sync. The sync feeds only what changed through
+three pure indices -- admission (:class:`AdmissionIndex`), the L7 model
+(:class:`ModelIndex`) and the rendered file set (:class:`Assembly`) -- so a
+change costs about one route, not 10,000; hands the file set to the driver
+(runtime API at once, or a reload bounded by ``RELOAD_INTERVAL``); and writes
+the ``status.ingress[]`` entry of each route it re-decided when it differs
+other than in timestamps. A Namespace change (shard labels) re-decides all.
+A failing sync is logged and retried on the next event; one bad route never
+stops the others (admission rejects it).
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ from shiftnet.router import metrics
 from shiftnet.router.admission import (
     EXTENDED_VALIDATION_FAILED,
     AdmissionResult,
-    admit,
+    RouteKey,
     in_shard,
     route_key,
 )
+from shiftnet.router.admission_index import AdmissionIndex
 from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
+from shiftnet.router.haproxy.assembly import Assembly
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.process import (
     HAProxyError,
@@ -42,9 +47,10 @@ from shiftnet.router.haproxy.process import (
     log_maxconn_fit,
     socket_dir,
 )
-from shiftnet.router.haproxy.render import RenderPaths, render, render_backend
+from shiftnet.router.haproxy.render import RenderPaths
 from shiftnet.router.haproxy.runtime import RuntimeAPIError
-from shiftnet.router.model import build_model, policy_of, pool_of
+from shiftnet.router.model import L7Model, PoolKey
+from shiftnet.router.model_index import ModelIndex
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
 from shiftnet.store.base import Store
@@ -88,18 +94,20 @@ class Router:
         self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
         # Endpoints changes first take the fast path: only their routes' backends.
         self._fast_runner = CoalescingRunner(self._sync_endpoints, name="router-endpoints")
-        self._pending_pools: set[tuple[str, str]] = set()
-        self._admission_dirty = True  # a Route or Namespace changed since the last admission
-        self._policies_by_pool: dict[tuple[str, str], list[Any]] = {}
-        self._pool_keys: set[tuple[str, str]] = set()
+        self._pending_pools: set[PoolKey] = set()  # for the endpoint fast path
+        self._changed_routes: set[RouteKey] = set()
+        self._changed_pools: set[PoolKey] = set()
+        self._reset = True  # first sync, or a Namespace changed: re-decide every route
+        self._index = AdmissionIndex(self.config)
+        self._models = ModelIndex(self.endpoints.get, self.services.get)
+        self._assembly: Assembly | None = None  # made at start, once the paths are known
+        self._status_dirty: set[RouteKey] = set()
         self._last_index: dict[str, list[str]] | None = None
         # Status writes run beside the sync, so 10,000 of them never delay serving a change.
         self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
         self._stats_task: asyncio.Task[None] | None = None
         self._default_cert: Path | None = None
-        self.admission: AdmissionResult | None = None
-        self.model: Any = None
-        self.skipped: dict[tuple[str, str], str] = {}
+        self.synced = False
         self.syncs = 0
         # route -> (resourceVersion, entry) known to be stored: skips re-checking 10k routes
         self._status_seen: dict[tuple[str, str], tuple[str | None, RouteIngress]] = {}
@@ -167,39 +175,52 @@ class Router:
         ):
             return  # our own status writes (or another router's) change nothing we serve
         obj = new if new is not None else old
-        if isinstance(obj, Endpoints) and self.model is not None:
-            self._pending_pools.add((obj.metadata.namespace or "", obj.metadata.name))
+        key = (obj.metadata.namespace or "", obj.metadata.name)
+        if isinstance(obj, Route):
+            self._changed_routes.add(key)
+        elif isinstance(obj, Namespace):
+            self._reset = True
+        elif not self._uses_pool(key):
+            return  # a Service or Endpoints no admitted route points at: nothing to render
+        elif isinstance(obj, Endpoints) and self.synced:
+            self._changed_pools.add(key)
+            self._pending_pools.add(key)
             self._fast_runner.kick()  # it kicks the full sync when done
             return
-        if isinstance(obj, (Route, Namespace)):
-            self._admission_dirty = True
-        elif isinstance(obj, Service) and not self._uses_pool(obj):
-            return  # no admitted route points at it: nothing to render
+        else:
+            self._changed_pools.add(key)
         self._runner.kick()
 
-    def _uses_pool(self, obj: Service | Endpoints) -> bool:
+    def _uses_pool(self, key: PoolKey) -> bool:
         """True when an admitted route points at this Service (or before the first sync)."""
-        if self.model is None:
-            return True
-        key = (obj.metadata.namespace or "", obj.metadata.name)
-        return key in self._policies_by_pool or key in self._pool_keys
+        return not self.synced or key in self._models.pools
+
+    @property
+    def model(self) -> L7Model:
+        """The whole L7 model as the last sync left it (tests and debugging)."""
+        return self._models.model()
+
+    @property
+    def admission(self) -> AdmissionResult:
+        """Every decision as the last sync left it (tests and debugging)."""
+        return self._index.result()
+
+    @property
+    def skipped(self) -> dict[RouteKey, str]:
+        """Admitted routes the renderer had to leave out, with why."""
+        return dict(self._assembly.skipped) if self._assembly is not None else {}
 
     async def _sync_endpoints(self) -> None:
-        """The fast path for Endpoints: re-render only the affected routes' backends.
+        """The fast path for Endpoints: serve the new servers of their routes at once.
 
-        Admission does not depend on Endpoints, and a backend's map entries do
-        not depend on its servers, so the new server slots go straight to the
-        runtime API (well under a millisecond of work per route) instead of
-        waiting for a whole sync (a few hundred ms at 10,000 routes). The full
-        sync still follows, to write the files and catch anything else.
+        A reload holds the driver's apply lock for seconds at 10,000 routes;
+        new server slots of existing backends go to the runtime API without
+        waiting for it. The pools are rebuilt here (the indices are shared
+        with the full sync, which follows to write the files).
         """
         keys, self._pending_pools = self._pending_pools, set()
-        if self.model is not None and not any(
-            k in self._pool_keys or k in self._policies_by_pool for k in keys
-        ):
-            return  # Endpoints of Services no admitted route points at: nothing to render
         try:
-            sections = self._endpoint_sections(keys)
+            sections = self._advance(pools=keys)
             if sections:
                 await self.driver.apply_sections(sections)
         except (ShiftnetError, KeyError, ValueError) as err:
@@ -207,37 +228,48 @@ class Router:
         finally:
             self._runner.kick()
 
-    def _endpoint_sections(self, keys: set[tuple[str, str]]) -> dict[str, str] | None:
-        model, result = self.model, self.admission
-        if model is None or result is None:
-            return None
-        pools = {p.key: p for p in model.pools}
-        changed = [k for k in sorted(keys) if k in pools]
-        for key in changed:
-            pools[key] = pool_of(key, self.endpoints.get(*key))
+    def _advance(self, pools: set[PoolKey] = frozenset()) -> dict[str, str] | None:  # type: ignore[assignment]
+        """Feed the noted changes through admission, model and render (pure, in memory).
+
+        Returns the backend sections whose servers alone changed (what the
+        runtime API can serve without the full plan), or None when something
+        else changed too.
+        """
+        assembly = self._assembly
+        assert assembly is not None
+        routes, self._changed_routes = self._changed_routes, set()
+        pools = set(pools) | self._changed_pools
+        self._changed_pools = set()
+        if self._reset:
+            self._reset = False
+            decided = self._index.reset(self.routes.list(), self.namespaces.list())
+            decided |= routes
+            self._status_dirty |= {route_key(r) for r in self.routes.list()}
+        else:
+            namespaces = {n.metadata.name: n for n in self.namespaces.list()}
+            decided = self._index.update({k: self.routes.get(*k) for k in routes}, namespaces)
+        self._status_dirty |= decided
+        admitted: dict[RouteKey, tuple[Route, str] | None] = {}
+        for key in decided:
+            route = self._index.admitted.get(key)
+            admitted[key] = (route, self._index.host_of(key)) if route is not None else None
+        policies = self._models.update(admitted, pools)
+        before = {k: assembly.parts.get(k) for k in policies}
+        assembly.update(policies)
+        self._status_dirty |= set(policies)
         sections: dict[str, str] = {}
-        for key in changed:
-            for old in self._policies_by_pool.get(key, []):
-                route = self.routes.get(old.namespace, old.name)
-                decision = result.decisions.get((old.namespace, old.name))
-                if route is None or decision is None:
-                    return None
-                services = {
-                    (old.namespace, ref.name): svc
-                    for ref in route.backends()
-                    if (svc := self.services.get(old.namespace, ref.name)) is not None
-                }
-                policy = policy_of(route, decision.host, pools, services)
-                before = render_backend(old, self.config)
-                after = render_backend(policy, self.config)
-                if after[0] != before[0] or after[2:] != before[2:]:
-                    return None  # maps, certificates or files changed: the full sync
-                sections[after[0]] = after[1]
+        for key in policies:
+            old, new = before[key], assembly.parts.get(key)
+            if old is None or new is None or (old.backend, old.entries, old.crt_line,
+                                               old.files) != (new.backend, new.entries,
+                                                              new.crt_line, new.files):
+                return None
+            sections[new.backend] = new.text
         return sections
 
     def _desired_entry(self, key: tuple[str, str], admitted: RouteIngress) -> RouteIngress:
         """Admission's entry, unless the renderer had to leave the route out."""
-        reason = self.skipped.get(key)
+        reason = self._assembly.skipped.get(key) if self._assembly is not None else None
         if reason is None:
             return admitted
         entry = admitted.model_copy(deep=True)
@@ -253,51 +285,35 @@ class Router:
 
     def _entry_is_current(self, route: Route) -> bool:
         """This router's status entry on ``route`` is what the last sync decided."""
-        if self.admission is None:
+        if not self.synced:
             return False
-        decision = self.admission.decisions.get(route_key(route))
+        decision = self._index.decisions.get(route_key(route))
         if decision is None or decision.ingress is None:
             return all(e.router_name != self.config.name for e in route.status.ingress)
         return not needs_write(route, self._desired_entry(decision.key, decision.ingress))
 
     # ------------------------------------------------------------------- sync
-    def _render(self, result: AdmissionResult) -> tuple[dict[str, bytes], dict[str, list[str]]]:
-        """Model and render (pure); returns the file set and route -> backend names."""
-        model = build_model(result, self.endpoints.list(), self.services.list())
-        self.model = model
-        by_name = {p.name: p.key for p in model.pools}
-        by_pool: dict[tuple[str, str], list[Any]] = {}
-        for policy in model.policies:
-            for pool in set(policy.pools):
-                if pool in by_name:
-                    by_pool.setdefault(by_name[pool], []).append(policy)
-        self._policies_by_pool = by_pool
-        self._pool_keys = set(by_name.values())
-        paths = RenderPaths(
-            run_dir=str(socket_dir(self.work_dir)),
-            default_certificate=str(self._default_cert),
-        )
-        rendered = render(model, self.config, paths)
-        log_maxconn_fit(rendered.fit)
-        self.skipped = dict(rendered.skipped)
-        index = {f"{ns}/{name}": [be] for (ns, name), be in sorted(rendered.backends.items())}
-        return rendered.files, index
-
     async def _sync(self) -> None:
         self.syncs += 1
-        result = self.admission
-        if result is None or self._admission_dirty:
-            self._admission_dirty = False
-            result = admit(self.routes.list(), self.namespaces.list(), self.config)
-        self.admission = result
-        files, index = self._render(result)
+        if self._assembly is None:
+            paths = RenderPaths(
+                run_dir=str(socket_dir(self.work_dir)),
+                default_certificate=str(self._default_cert),
+            )
+            self._assembly = Assembly(self.config, paths)
+        self._advance()
+        self.synced = True
+        files = self._assembly.files()
+        log_maxconn_fit(self._assembly.fit)
         await self.driver.apply(files)
-        self._write_index(index)
+        self._write_index(
+            {f"{ns}/{name}": [be] for (ns, name), be in self._assembly.backends.items()}
+        )
         self._status_runner.kick()
 
     async def _write_latest_statuses(self) -> None:
-        if self.admission is not None:
-            await self._write_statuses(self.admission)
+        dirty, self._status_dirty = self._status_dirty, set()
+        await self._write_statuses(dirty)
 
     def _write_index(self, index: dict[str, list[str]]) -> None:
         if index == self._last_index:
@@ -314,14 +330,14 @@ class Router:
         tmp.write_bytes(data)
         tmp.replace(path)
 
-    async def _write_statuses(self, result: AdmissionResult) -> None:
-        ns_by_name = {n.metadata.name: n for n in self.namespaces.list()}
-        routes = self.routes.list()
-        for gone in set(self._status_seen) - {route_key(r) for r in routes}:
-            del self._status_seen[gone]
-        for route in routes:
-            key = route_key(route)
-            decision = result.decisions.get(key)
+    async def _write_statuses(self, keys: set[RouteKey]) -> None:
+        """Write (or clear) this router's status entry on the routes whose decision was redone."""
+        for key in sorted(keys):
+            route = self.routes.get(*key)
+            if route is None:
+                self._status_seen.pop(key, None)
+                continue
+            decision = self._index.decisions.get(key)
             try:
                 if decision is not None and decision.ingress is not None:
                     desired = self._desired_entry(key, decision.ingress)
@@ -336,7 +352,8 @@ class Router:
                 elif (
                     not route.metadata.deletion_timestamp
                     and not in_shard(
-                        route, ns_by_name.get(route.metadata.namespace or ""), self.config
+                        route, self.namespaces.get(None, route.metadata.namespace or ""),
+                        self.config,
                     )
                     and any(e.router_name == self.config.name for e in route.status.ingress)
                 ):

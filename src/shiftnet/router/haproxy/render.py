@@ -190,7 +190,11 @@ def home_slot(server: Server, count: int) -> int:
 
 def _slot_servers(servers: Iterable[Server]) -> list[Server | None]:
     """The member of each slot (None: a spare), as :func:`slot_layout` places them."""
-    ordered = sorted(servers, key=_server_order) if servers else ()
+    ordered: tuple[Server, ...] | list[Server]
+    if isinstance(servers, tuple) and len(servers) < 2:
+        ordered = servers  # nothing to sort (most routes have one pod)
+    else:
+        ordered = sorted(servers, key=_server_order)
     count = slot_count(len(ordered))
     taken: list[Server | None] = [None] * count
     for server in ordered:
@@ -356,18 +360,18 @@ def _server_lines(
     policy: L7Policy, backend: str, config: _BackendDefaults, files: dict[str, bytes]
 ) -> list[str]:
     opts = policy.options
-    common: list[str] = []
-    http_mode = policy.termination != PASSTHROUGH
-    cookies = http_mode and not opts.disable_cookies
+    termination = policy.termination
+    servers = policy.servers
+    tail = ""  # the options every slot line shares, each with its leading space
     # OpenShift's rule: health checks only when the route has more than one pod.
     # (Each checked server line costs HAProxy a file descriptor even while in
     # maintenance, so checking every slot would not fit 10,000 routes.)
-    if len(policy.servers) > 1:
+    if len(servers) > 1:
         interval = opts.health_check_interval_ms or config.health_check_interval_ms
-        common.append(f"check inter {_ms(interval)}")
+        tail += f" check inter {_ms(interval)}"
     if opts.pod_concurrent_connections:
-        common.append(f"maxconn {int(opts.pod_concurrent_connections)}")
-    if policy.termination == REENCRYPT:
+        tail += f" maxconn {int(opts.pod_concurrent_connections)}"
+    if termination == REENCRYPT:
         dest_ca = policy.tls.destination_ca_certificate if policy.tls else None
         if dest_ca:
             ca_name = "cacerts/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
@@ -375,21 +379,28 @@ def _server_lines(
             if b"PRIVATE KEY" in data:
                 raise escape.UnsafeValue("destinationCACertificate holds a private key")
             files[ca_name] = data
-            common.append(f"ssl verify required ca-file {escape.quoted(ca_name)}")
+            tail += f" ssl verify required ca-file {escape.quoted(ca_name)}"
         else:
-            common.append("ssl verify none")
-    tail = (" " + " ".join(common)) if common else ""
+            tail += " ssl verify none"
     spare_tail = f"{tail} weight 0 disabled"
-    base = _backend_digest(backend)[32:60]
     lines: list[str] = []
-    for i, server in enumerate(_slot_servers(policy.servers)):
-        cookie = f" cookie {base}{i:04x}" if cookies else ""
-        if server is None:
-            lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{spare_tail}")
-        else:
-            addr = escape.server_address(server.ip, server.port)
-            weight = max(0, min(256, int(server.weight)))
-            lines.append(f"  server s{i} {addr}{cookie}{tail} weight {weight}")
+    if termination != PASSTHROUGH and not opts.disable_cookies:
+        cookie = " cookie " + _backend_digest(backend)[32:60]
+        for i, server in enumerate(_slot_servers(servers)):
+            if server is None:
+                lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{i:04x}{spare_tail}")
+            else:
+                addr = escape.server_address(server.ip, server.port)
+                weight = max(0, min(256, int(server.weight)))
+                lines.append(f"  server s{i} {addr}{cookie}{i:04x}{tail} weight {weight}")
+    else:
+        for i, server in enumerate(_slot_servers(servers)):
+            if server is None:
+                lines.append(f"  server s{i} {SPARE_ADDRESS}{spare_tail}")
+            else:
+                addr = escape.server_address(server.ip, server.port)
+                weight = max(0, min(256, int(server.weight)))
+                lines.append(f"  server s{i} {addr}{tail} weight {weight}")
     return lines
 
 
@@ -482,46 +493,74 @@ def _route_certificate(policy: L7Policy, files: dict[str, bytes]) -> str | None:
     return f"{name} {sni}\n"
 
 
-def _route_maps(policy: L7Policy, backend: str, maps: _Maps) -> None:
+class _EntrySink:
+    """What :func:`_route_maps` writes to: a :class:`_Maps`, or one route's entry list."""
+
+    def put(self, map_name: str, key: str, value: str, rank: _Rank) -> None: ...
+
+
+class _RouteEntries(_EntrySink):
+    """One route's map entries, checked on the way in, in the order they were put."""
+
+    __slots__ = ("items", "_checked_value")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str, str, _Rank]] = []
+        self._checked_value = ""
+
+    def put(self, map_name: str, key: str, value: str, rank: _Rank) -> None:
+        if value != self._checked_value:  # a route writes one or two distinct values
+            escape.map_value(value)
+            self._checked_value = value
+        self.items.append((map_name, escape.map_key(key), value, rank))
+
+
+def _route_maps(policy: L7Policy, backend: str, maps: _Maps | _EntrySink) -> None:
+    """Put one route's map entries, in :data:`ALL_MAPS` order: HTTP port, TLS, then SNI.
+
+    A route writes each map at most once, so the order is the only thing a
+    caller collecting one route's entries has to rely on.
+    """
     rule = policy.rule
-    rank = (-len(_norm_path(rule.path)), -len(rule.path), f"{policy.namespace}/{policy.name}")
+    termination = policy.termination
+    norm = _norm_path(rule.path)
+    rank = (-len(norm), -len(rule.path), f"{policy.namespace}/{policy.name}")
+    wildcard = rule.wildcard
     where = (
         escape.hostname(rule.domain, "wildcard domain")
-        if rule.wildcard
+        if wildcard
         else escape.hostname(rule.host, "spec.host")
     )
-    if policy.termination == PASSTHROUGH:
-        target = SNI_PASSTHROUGH_WILDCARD_MAP if rule.wildcard else SNI_PASSTHROUGH_MAP
-        maps.put(target, where, backend, rank)
-    else:
-        if not rule.wildcard and policy.termination in (EDGE, REENCRYPT):
-            maps.put(SNI_TERMINATE_MAP, where, "1", rank)
-        exact, prefix = lookup_keys(where, rule.path)
-        if policy.termination in (EDGE, REENCRYPT):
-            ex_map, pf_map = (
-                (TLS_WILDCARD_EXACT_MAP, TLS_WILDCARD_PREFIX_MAP)
-                if rule.wildcard
-                else (TLS_EXACT_MAP, TLS_PREFIX_MAP)
-            )
-            if exact is not None:
-                maps.put(ex_map, exact, backend, rank)
-            maps.put(pf_map, prefix, backend, rank)
+    tls_terminated = termination in (EDGE, REENCRYPT)
+    # Keys checked in the order the old lookup_keys() did (exact, then prefix), so an
+    # unwritable path is reported the same way.
+    if termination != PASSTHROUGH:
+        exact = escape.map_key(where + norm) if norm else None
+        prefix = escape.map_key(where + norm + "/")
     # The HTTP port: plain routes and Allow are served, Redirect answers 302, None is absent.
     insecure = policy.insecure_policy
-    if insecure == INSECURE_NONE:
-        return
-    if policy.termination == PASSTHROUGH and insecure != INSECURE_REDIRECT:
-        return
-    value = REDIRECT_BACKEND if insecure == INSECURE_REDIRECT else backend
-    ex_map, pf_map = (
-        (HTTP_WILDCARD_EXACT_MAP, HTTP_WILDCARD_PREFIX_MAP)
-        if rule.wildcard
-        else (HTTP_EXACT_MAP, HTTP_PREFIX_MAP)
-    )
-    exact, prefix = lookup_keys(where, "" if policy.termination == PASSTHROUGH else rule.path)
-    if exact is not None:
-        maps.put(ex_map, exact, value, rank)
-    maps.put(pf_map, prefix, value, rank)
+    if insecure != INSECURE_NONE and (
+        termination != PASSTHROUGH or insecure == INSECURE_REDIRECT
+    ):
+        value = REDIRECT_BACKEND if insecure == INSECURE_REDIRECT else backend
+        if termination == PASSTHROUGH:  # no path: only the host's prefix key
+            maps.put(HTTP_WILDCARD_PREFIX_MAP if wildcard else HTTP_PREFIX_MAP, where + "/",
+                     value, rank)
+        else:
+            if exact is not None:
+                maps.put(HTTP_WILDCARD_EXACT_MAP if wildcard else HTTP_EXACT_MAP, exact,
+                         value, rank)
+            maps.put(HTTP_WILDCARD_PREFIX_MAP if wildcard else HTTP_PREFIX_MAP, prefix,
+                     value, rank)
+    if tls_terminated:
+        if exact is not None:
+            maps.put(TLS_WILDCARD_EXACT_MAP if wildcard else TLS_EXACT_MAP, exact, backend, rank)
+        maps.put(TLS_WILDCARD_PREFIX_MAP if wildcard else TLS_PREFIX_MAP, prefix, backend, rank)
+        if not wildcard:
+            maps.put(SNI_TERMINATE_MAP, where, "1", rank)
+    elif termination == PASSTHROUGH:
+        maps.put(SNI_PASSTHROUGH_WILDCARD_MAP if wildcard else SNI_PASSTHROUGH_MAP, where,
+                 backend, rank)
 
 
 # ------------------------------------------------------------------ fixed sections
@@ -786,22 +825,20 @@ def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
     """Render one route. Raises :class:`escape.UnsafeValue` when a value cannot be written."""
     backend = backend_name(policy)
     own_files: dict[str, bytes] = {}
-    staged = _Maps()
     text = _backend(policy, backend, defaults, own_files)
     crt = _route_certificate(policy, own_files) if policy.termination != HTTP else None
+    staged = _RouteEntries()
     _route_maps(policy, backend, staged)
-    entries = tuple(
-        (map_name, key, value, rank)
-        for map_name, by_key in staged.entries.items()
-        for key, (rank, value) in by_key.items()
-    )
+    members = len(policy.servers)
     return _PolicyParts(
         backend=backend,
         text="\n".join(text) + "\n\n",
-        entries=entries,
+        entries=tuple(staged.items),
         crt_line=crt,
-        files=tuple(sorted(own_files.items())),
-        checked=sum(1 for line in text if line.startswith("  server ") and " check " in line),
+        files=tuple(sorted(own_files.items())) if own_files else (),
+        # Every slot line has ``check`` when the route has more than one pod
+        # (_server_lines), and only then.
+        checked=slot_count(members) if members > 1 else 0,
     )
 
 
@@ -846,44 +883,16 @@ def gc_paused() -> Iterator[None]:
 
 
 def _render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderResult:
-    result = RenderResult(files={})
-    maps = _Maps()
-    backends: list[str] = []
-    checked = 0
-    crt_lines: list[str] = []
-    files: dict[str, bytes] = {}
-    defaults = _BackendDefaults.of(config)
-    for policy in model.policies:
-        try:
-            memo_key = (policy, defaults)
-            parts = _PARTS.get(memo_key) or _PARTS.put(memo_key, _policy_parts(policy, defaults))
-        except escape.UnsafeValue as err:
-            result.skipped[policy.key] = str(err)
-            log.warning(
-                "route skipped in haproxy configuration route=%s/%s reason=%r",
-                policy.namespace,
-                policy.name,
-                str(err),
-            )
-            continue
-        for map_name, key, value, rank in parts.entries:
-            maps.merge(map_name, key, value, rank)
-        backends.append(parts.text)
-        checked += parts.checked
-        if parts.crt_line is not None:
-            crt_lines.append(parts.crt_line)
-        files.update(parts.files)
-        result.backends[policy.key] = parts.backend
+    # One code path for full and incremental renders: an Assembly fed everything.
+    from shiftnet.router.haproxy.assembly import Assembly
+
+    assembly = Assembly(config, paths, memo=True)
+    assembly.update({policy.key: policy for policy in model.policies})
     _PARTS.end_round()
-    head, result.fit = fit_head(config, paths, checked)
-    backends.append(_spares_text(config.spare_backends, defaults))
-    files[CONFIG_FILE] = (head + "".join(backends)).encode()
-    files[CRT_LIST] = "".join(sorted(crt_lines)).encode()
-    if not config.errorfile_503:
-        files[ERROR_PAGE_503] = DEFAULT_503_PAGE
-    files.update(maps.render())
-    result.files = dict(sorted(files.items()))
-    return result
+    return RenderResult(
+        files=assembly.files(), backends=assembly.backends, skipped=dict(assembly.skipped),
+        fit=assembly.fit,
+    )
 
 
 def fit_head(
