@@ -144,8 +144,8 @@ def regex_literal(value: str, what: str = "value") -> str:
 
 # RFC 3986 path characters: unreserved, sub-delims, ":", "@", "/" and "%" escapes.
 _URL_PATH_RE = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*")
-_HOST_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_HOST_RE = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*")
+# Labels of 1-63 ``[a-z0-9-]`` that neither start nor end with ``-``, joined by dots.
+_HOST_RE = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?<!-))*")
 
 
 def url_path(value: str, what: str = "path") -> str:
@@ -157,11 +157,7 @@ def url_path(value: str, what: str = "path") -> str:
 
 def hostname(value: str, what: str = "host") -> str:
     """A lowercase DNS host name (what map keys, SNI filters and redirects may hold)."""
-    if (
-        len(value) > 253
-        or not _HOST_RE.fullmatch(value)
-        or any(len(label) > 63 for label in value.split("."))
-    ):
+    if len(value) > 253 or not _HOST_RE.fullmatch(value):
         raise UnsafeValue(f"{what} {value!r} is not a lowercase DNS name")
     return value
 
@@ -169,9 +165,19 @@ def hostname(value: str, what: str = "host") -> str:
 # ---------------------------------------------------------------- addresses
 
 
+# Dotted quads exactly as ipaddress writes them (no leading zeros): such text is
+# its own canonical form, so it needs no parsing.
+_IPV4_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_CANONICAL_IPV4_RE = re.compile(rf"{_IPV4_OCTET}(?:\.{_IPV4_OCTET}){{3}}")
+
+
 @functools.lru_cache(maxsize=131072)
 def server_address(ip: str, port: int, what: str = "server") -> str:
     """``ip:port`` for a ``server`` line (IPv6 in brackets); anything else is refused."""
+    if isinstance(ip, str) and _CANONICAL_IPV4_RE.fullmatch(ip):  # common: no parsing needed
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise UnsafeValue(f"{what} port {port!r} is not between 1 and 65535")
+        return f"{ip}:{port}"
     try:
         addr = ipaddress.ip_address(ip)
     except ValueError:

@@ -38,7 +38,7 @@ import logging
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from shiftnet.router.admission import RouteKey
 from shiftnet.router.annotations import RouteOptions
@@ -493,16 +493,16 @@ def _route_certificate(policy: L7Policy, files: dict[str, bytes]) -> str | None:
     return f"{name} {sni}\n"
 
 
-class _EntrySink:
+class _EntrySink(Protocol):
     """What :func:`_route_maps` writes to: a :class:`_Maps`, or one route's entry list."""
 
     def put(self, map_name: str, key: str, value: str, rank: _Rank) -> None: ...
 
 
-class _RouteEntries(_EntrySink):
+class _RouteEntries:
     """One route's map entries, checked on the way in, in the order they were put."""
 
-    __slots__ = ("items", "_checked_value")
+    __slots__ = ("_checked_value", "items")
 
     def __init__(self) -> None:
         self.items: list[tuple[str, str, str, _Rank]] = []
@@ -515,7 +515,7 @@ class _RouteEntries(_EntrySink):
         self.items.append((map_name, escape.map_key(key), value, rank))
 
 
-def _route_maps(policy: L7Policy, backend: str, maps: _Maps | _EntrySink) -> None:
+def _route_maps(policy: L7Policy, backend: str, maps: _EntrySink) -> None:
     """Put one route's map entries, in :data:`ALL_MAPS` order: HTTP port, TLS, then SNI.
 
     A route writes each map at most once, so the order is the only thing a
