@@ -127,32 +127,8 @@ def test_server_commands_order() -> None:
     assert server_commands(new, old)[0] == "set server b/s0 state maint"
 
 
-def test_slot_commands_only_for_server_slot_changes() -> None:
-    from shiftnet.router.haproxy.driver import slot_commands
-
-    old = (
-        "frontend f\n  bind :1\nbackend b\n  balance roundrobin\n"
-        "  server s0 127.0.0.1:1 cookie c0 check weight 0 disabled\n"
-        "  server s1 127.10.0.2:80 cookie c1 check weight 256\n"
-    )
-    new = old.replace(
-        "127.0.0.1:1 cookie c0 check weight 0 disabled", "127.10.0.3:81 cookie c0 check weight 5"
-    )
-    assert slot_commands(old, old) == []
-    assert slot_commands(old, new) == [
-        "set server b/s0 addr 127.10.0.3 port 81",
-        "set server b/s0 weight 5",
-        "set server b/s0 state ready",
-    ]
-    assert slot_commands(old, new.replace("cookie c0", "cookie zz")) is None  # other option
-    assert slot_commands(old, new.replace("roundrobin", "leastconn")) is None  # not a server
-    assert slot_commands(old, new + "  server s2 127.0.0.1:1 weight 0 disabled\n") is None
-    frontend = "frontend f\n  server s0 127.0.0.1:1\n"
-    assert slot_commands(frontend, frontend.replace(":1", ":2")) is None
-
-
 def test_map_commands() -> None:
-    from shiftnet.router.haproxy.driver import map_commands
+    from shiftnet.router.haproxy.live import map_commands
 
     old = b"a.example.com/ be_a\nb.example.com/ be_b\n"
     new = b"b.example.com/ be_c\nc.example.com/x be_c\n"
@@ -162,33 +138,3 @@ def test_map_commands() -> None:
         "add map os_http_prefix.map c.example.com/x be_c",
     ]
     assert map_commands("m.map", old, old) == []
-
-
-def test_slot_commands_agree_with_a_full_parse() -> None:
-    """Random slot edits across many backends: the region diff equals a full comparison."""
-    import random
-
-    from shiftnet.router.haproxy.driver import slot_commands
-
-    rng = random.Random(7)
-
-    def config(slots: dict[tuple[int, int], tuple[str, int, int]]) -> str:
-        lines = ["global", "  maxconn 10", "frontend f", "  bind :1"]
-        for b in range(40):
-            lines += [f"backend be{b}", "  balance roundrobin"]
-            for k in range(4):
-                ip, port, w = slots[(b, k)]
-                tail = " disabled" if w == 0 else ""
-                lines.append(f"  server s{k} {ip}:{port} cookie c{b}{k} check weight {w}{tail}")
-        return "\n".join(lines) + "\n"
-
-    spare = ("127.0.0.1", 1, 0)
-    for _ in range(200):
-        old = {(b, k): spare for b in range(40) for k in range(4)}
-        for key in rng.sample(sorted(old), 60):
-            old[key] = (f"127.10.{rng.randrange(9)}.{rng.randrange(1, 99)}", 8080, 1)
-        new = dict(old)
-        for key in rng.sample(sorted(new), rng.randrange(1, 6)):
-            new[key] = rng.choice([spare, (f"127.11.0.{rng.randrange(1, 250)}", 80, 3)])
-        expected = server_commands(parse_servers(config(old)), parse_servers(config(new)))
-        assert slot_commands(config(old), config(new)) == expected

@@ -21,6 +21,7 @@ from shiftnet.router.admission import admit, route_key
 from shiftnet.router.admission_index import AdmissionIndex
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.assembly import Assembly
+from shiftnet.router.haproxy.live import split_sections
 from shiftnet.router.haproxy.render import RenderPaths, render
 from shiftnet.router.model import build_model
 from shiftnet.router.model_index import ModelIndex
@@ -51,7 +52,8 @@ def _random_route(rng: random.Random, name: str, namespace: str) -> Route:
 
 
 def _random_endpoints(rng: random.Random, name: str, namespace: str) -> Endpoints:
-    ips = sorted({f"127.0.{rng.randint(0, 3)}.{rng.randint(1, 9)}" for _ in range(rng.randint(0, 3))})
+    count = rng.randint(0, 3)
+    ips = sorted({f"127.0.{rng.randint(0, 3)}.{rng.randint(1, 9)}" for _ in range(count)})
     return f.endpoints(name, ips, [("http", 8080)], namespace=namespace)
 
 
@@ -102,7 +104,9 @@ def test_indices_equal_a_full_computation_after_every_change(seed: int, wildcard
         assert index.result() == full
         model = build_model(full, list(endpoints.values()), list(services.values()))
         assert models.model() == model
-        assert assembly.files() == render(model, config, PATHS).files
+        files = render(model, config, PATHS).files
+        assert assembly.files() == files
+        assert assembly.split() == split_sections(files["haproxy.cfg"].decode())
 
 
 def test_a_namespace_reset_reports_exactly_the_changed_decisions() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from shiftnet.router.admission import RouteKey
 from shiftnet.router.config import RouterConfig
-from shiftnet.router.haproxy import escape
+from shiftnet.router.haproxy import escape, live
 from shiftnet.router.haproxy import render as r
 from shiftnet.router.model import L7Policy
 
@@ -47,12 +47,16 @@ class Assembly:
         self._wants: dict[str, dict[str, dict[RouteKey, tuple[_Rank, str]]]] = {
             m: {} for m in r.ALL_MAPS
         }
+        self._map_lines: dict[str, dict[str, str]] = {m: {} for m in r.ALL_MAPS}  # key -> line
+        self._map_keys: dict[str, list[str]] = {m: [] for m in r.ALL_MAPS}  # sorted keys
         self._map_bytes: dict[str, bytes] = {}
         self._dirty_maps: set[str] = set(r.ALL_MAPS)
+        self._sections: dict[RouteKey, str] = {}  # as split_sections() cuts them
         self._files: dict[RouteKey, tuple[tuple[str, bytes], ...]] = {}
         self._crt: dict[RouteKey, str] = {}
         self._config_bytes: bytes | None = None
         self._crt_bytes: bytes | None = None
+        self._split_head: tuple[str, str, dict[str, str], dict[str, str]] | None = None
 
     def update(self, policies: Mapping[RouteKey, L7Policy | None]) -> dict[RouteKey, str | None]:
         """Apply changed policies (None: removed); returns their backend names (None: none)."""
@@ -86,7 +90,8 @@ class Assembly:
         if self._crt_bytes is None:
             self._crt_bytes = "".join(sorted(self._crt.values())).encode()
         for name in self._dirty_maps:
-            self._map_bytes[name] = _join_map(self._wants[name])
+            lines = self._map_lines[name]
+            self._map_bytes[name] = "".join([lines[k] for k in self._map_keys[name]]).encode()
         self._dirty_maps = set()
         files: dict[str, bytes] = {r.CONFIG_FILE: self._config_bytes, r.CRT_LIST: self._crt_bytes}
         if not self.config.errorfile_503:
@@ -95,6 +100,29 @@ class Assembly:
             files.update(own)
         files.update(self._map_bytes)
         return dict(sorted(files.items()))
+
+    def split(self) -> tuple[str, dict[str, str]]:
+        """``live.split_sections`` of the configuration file, without cutting 4 MB of text.
+
+        The driver's runtime planner compares sections; handing it the ones
+        kept here (the very same strings as last time for unchanged routes)
+        makes that comparison cost microseconds per route.
+        """
+        files = self.files()  # the head may have moved with the checked-server count
+        if not self._spares:  # the last route section would keep its final newline
+            return live.split_sections(files[r.CONFIG_FILE].decode())
+        if self._split_head is None or self._split_head[0] != self._head:
+            head, fixed = live.split_sections(self._head + "backend x\n")
+            fixed.pop("x", None)
+            spares = live.split_sections("\n" + self._spares)[1]
+            self._split_head = (self._head, head, fixed, spares)
+        _, head, fixed, spares = self._split_head
+        sections = dict(fixed)
+        for key in self._order:
+            text = self._sections[key]
+            sections[self.parts[key].backend] = text
+        sections.update(spares)
+        return head, sections
 
     @property
     def backends(self) -> dict[RouteKey, str]:
@@ -113,9 +141,9 @@ class Assembly:
         self.parts[key] = parts
         self._checked += parts.checked
         bisect.insort(self._order, key)
+        self._sections[key] = parts.text[:-1]  # split_sections leaves the last newline out
         for map_name, map_key, value, rank in parts.entries:
-            self._wants[map_name].setdefault(map_key, {})[key] = (rank, value)
-            self._dirty_maps.add(map_name)
+            self._want(map_name, map_key, key, (rank, value))
         if parts.files:
             self._files[key] = parts.files
         if parts.crt_line is not None:
@@ -130,24 +158,32 @@ class Assembly:
             return
         self._checked -= parts.checked
         del self._order[bisect.bisect_left(self._order, key)]
+        del self._sections[key]
         for map_name, map_key, _, _ in parts.entries:
-            wanting = self._wants[map_name][map_key]
-            del wanting[key]
-            if not wanting:
-                del self._wants[map_name][map_key]
-            self._dirty_maps.add(map_name)
+            self._want(map_name, map_key, key, None)
         self._files.pop(key, None)
         if self._crt.pop(key, None) is not None:
             self._crt_bytes = None
         self._config_bytes = None
 
+    def _want(
+        self, name: str, map_key: str, key: RouteKey, entry: tuple[_Rank, str] | None
+    ) -> None:
+        """Route ``key`` wants (or, with None, no longer wants) ``map_key`` in map ``name``."""
+        wanting = self._wants[name].setdefault(map_key, {})
+        if entry is None:
+            wanting.pop(key, None)
+        else:
+            wanting[key] = entry
+        lines, keys = self._map_lines[name], self._map_keys[name]
+        if not wanting:
+            del self._wants[name][map_key]
+            if lines.pop(map_key, None) is not None:
+                del keys[bisect.bisect_left(keys, map_key)]
+        else:
+            line = f"{map_key} {min(wanting.values())[1]}\n"
+            if map_key not in lines:
+                bisect.insort(keys, map_key)
+            lines[map_key] = line
+        self._dirty_maps.add(name)
 
-def _join_map(wants: dict[str, dict[RouteKey, tuple[_Rank, str]]]) -> bytes:
-    """``key value`` lines, sorted by key; on a shared key the best-ranked route wins."""
-    lines = []
-    for key in sorted(wants):
-        contenders = wants[key]
-        value = min(contenders.values())[1] if len(contenders) > 1 else next(
-            iter(contenders.values()))[1]
-        lines.append(f"{key} {value}\n")
-    return "".join(lines).encode()

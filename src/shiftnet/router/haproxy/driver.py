@@ -48,7 +48,6 @@ from shiftnet.router.haproxy.process import (
 from shiftnet.router.haproxy.runtime import (
     RuntimeAPI,
     RuntimeAPIError,
-    map_entries,
     server_change_commands,
 )
 from shiftnet.runner import CoalescingRunner
@@ -131,123 +130,6 @@ def server_commands(old: ParsedConfig, new: ParsedConfig) -> list[str]:
     return cmds
 
 
-def _server_line(line: str) -> tuple[str, ServerLine, str] | None:
-    """``(server name, runtime part, everything else)`` of one ``server`` line, or None."""
-    s = _SERVER_RE.match(line)
-    a = _ADDR_RE.match(s[3]) if s else None
-    if s is None or a is None:
-        return None
-    rest = s[4]
-    w = _WEIGHT_RE.search(rest)
-    part = ServerLine(
-        address=a[1],
-        port=int(a[2]),
-        weight=int(w[1]) if w else 1,
-        disabled=bool(_DISABLED_RE.search(rest)),
-    )
-    return s[2], part, _DISABLED_RE.sub("", _WEIGHT_RE.sub("", rest))
-
-
-def _section_at(text: str, pos: int) -> str | None:
-    """The backend (or listen) section that holds offset ``pos``; None for other sections."""
-    while pos > 0:
-        start = text.rfind("\n", 0, pos - 1) + 1
-        end = text.find("\n", start)
-        line = text[start : end if end >= 0 else len(text)]
-        m = _SECTION_RE.match(line)
-        if m:
-            return m[2]
-        if _OTHER_SECTION_RE.match(line):
-            return None
-        pos = start
-    return None
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n, i, step = min(len(a), len(b)), 0, 4096
-    while i < n:
-        j = min(i + step, n)
-        if a[i:j] == b[i:j]:
-            i = j
-        elif step > 1:
-            step //= 16
-        else:
-            return i
-    return n
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    n, i, step = min(len(a), len(b)) - limit, 0, 4096
-    while i < n:
-        j = min(i + step, n)
-        if a[len(a) - j : len(a) - i] == b[len(b) - j : len(b) - i]:
-            i = j
-        elif step > 1:
-            step //= 16
-        else:
-            return i
-    return max(n, 0)
-
-
-def slot_commands(old_text: str, new_text: str) -> list[str] | None:
-    """Runtime commands turning ``old_text``'s servers into ``new_text``'s, or None.
-
-    None when the two configurations differ in anything but the address,
-    port, weight and ``disabled`` of existing ``server`` lines. Only the
-    region between the common prefix and the common suffix is split into
-    lines, so a change to one backend of a 10,000-route configuration costs
-    about a millisecond.
-    """
-    if old_text == new_text:
-        return []
-    head = _common_prefix(old_text, new_text)
-    head = old_text.rfind("\n", 0, head) + 1  # back to the start of that line
-    tail = _common_suffix(old_text, new_text, head)
-    old_end, new_end = len(old_text) - tail, len(new_text) - tail
-    nl = old_text.find("\n", old_end)  # forward to the end of that line
-    extra = (nl if nl >= 0 else len(old_text)) - old_end
-    old_lines = old_text[head : old_end + extra].split("\n")
-    new_lines = new_text[head : new_end + extra].split("\n")
-    if len(old_lines) != len(new_lines):
-        return None
-    old_slots: dict[tuple[str, str], ServerLine] = {}
-    new_slots: dict[tuple[str, str], ServerLine] = {}
-    offset = head
-    for a, b in zip(old_lines, new_lines, strict=True):
-        if a != b:
-            before, after = _server_line(a), _server_line(b)
-            if before is None or after is None or before[0] != after[0] or before[2] != after[2]:
-                return None
-            backend = _section_at(old_text, offset)
-            if backend is None:
-                return None
-            old_slots[(backend, before[0])] = before[1]
-            new_slots[(backend, after[0])] = after[1]
-        offset += len(a) + 1
-    return server_commands(ParsedConfig("", "", old_slots), ParsedConfig("", "", new_slots))
-
-
-def map_commands(map_ref: str, old: bytes, new: bytes) -> list[str]:
-    """``del map``/``set map``/``add map`` commands turning one map file's entries into another's.
-
-    The maps the renderer writes are looked up by exact match or longest
-    prefix (trees), so entry order does not matter and a runtime edit is
-    equivalent to loading the new file.
-    """
-    before, after = map_entries(old), map_entries(new)
-    cmds = [RuntimeAPI.del_map_cmd(map_ref, k) for k in sorted(set(before) - set(after))]
-    for key in sorted(after):
-        if key not in before:
-            cmds.append(RuntimeAPI.add_map_cmd(map_ref, key, after[key]))
-        elif before[key] != after[key]:
-            cmds.append(RuntimeAPI.set_map_cmd(map_ref, key, after[key]))
-    return cmds
-
-
-def _without_server_lines(text: str) -> list[str]:
-    return [ln for ln in text.split("\n") if not ln.lstrip().startswith("server ")]
-
-
 class HAProxyDriver:
     """Owns one HAProxy and the directory it serves from (``<work_dir>/conf``)."""
 
@@ -319,7 +201,9 @@ class HAProxyDriver:
             await self.process.stop()
 
     # ------------------------------------------------------------------ apply
-    async def apply(self, files: dict[str, bytes]) -> None:
+    async def apply(
+        self, files: dict[str, bytes], split: tuple[str, dict[str, str]] | None = None
+    ) -> None:
         """Make HAProxy serve ``files``: at once by runtime API, or by a coalesced reload.
 
         A change applied through the runtime API that leaves HAProxy serving
@@ -329,7 +213,7 @@ class HAProxyDriver:
         """
         async with self._apply_lock:
             self._desired = dict(files)
-            if self._live is not None and await self._try_runtime(files):
+            if self._live is not None and await self._try_runtime(files, split):
                 if self._live.clean:
                     return
                 if not self._urgent:
@@ -419,13 +303,15 @@ class HAProxyDriver:
         """Route backend -> spare backend serving it until the next reload."""
         return dict(self._live.aliases) if self._live is not None else {}
 
-    async def _try_runtime(self, files: dict[str, bytes]) -> bool:
+    async def _try_runtime(
+        self, files: dict[str, bytes], split: tuple[str, dict[str, str]] | None = None
+    ) -> bool:
         live = self._live
         assert live is not None
         if files == self._on_disk and live.clean:
             return True
         t0 = time.monotonic()
-        outcome = plan(live, files)
+        outcome = plan(live, files, split)
         if isinstance(outcome, Fallback):
             self._fallback(outcome.reason)
             return False
