@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from shiftnet.api import Resource
+from shiftnet.api.compact import COMPACT, Compactor
 from shiftnet.errors import Expired, ShiftnetError
 from shiftnet.store.base import Store
 
@@ -32,10 +33,19 @@ RETRY_DELAY = 0.5
 
 
 class Informer(Generic[R]):
-    def __init__(self, store: Store, cls: type[R], *, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        cls: type[R],
+        *,
+        namespace: str | None = None,
+        compactor: Compactor | None = None,
+    ) -> None:
         self.store = store
         self.cls = cls
         self.namespace = namespace
+        # Cached objects live as long as the process: stored compactly (api.compact).
+        self._compactor = compactor or Compactor()
         self.revision = 0
         self._cache: dict[Key, R] = {}
         self._handlers: list[Handler] = []
@@ -84,7 +94,7 @@ class Informer(Generic[R]):
 
     def _decode(self, raw: dict[str, Any]) -> R | None:
         try:
-            return self.cls.model_validate(raw)
+            obj = self.cls.model_validate(self._compactor.strings(raw), context=COMPACT)
         except ValidationError as exc:
             meta = raw.get("metadata") or {}
             log.warning(
@@ -94,12 +104,18 @@ class Informer(Generic[R]):
                 exc.errors()[0]["msg"],
             )
             return None
+        return obj
 
     async def _relist(self) -> None:
         res = await self.store.list(self.cls.RESOURCE, self.namespace)
         fresh: dict[Key, R] = {}
-        for raw in res.items:
-            obj = self._decode(raw)
+        # Each raw dict is let go as soon as it is decoded: the models then reuse
+        # its memory instead of the process holding the whole list and the whole
+        # cache at once (at 10,000 routes that peak stayed in the RSS for good).
+        items = res.items
+        items.reverse()
+        while items:
+            obj = self._decode(items.pop())
             if obj is not None:
                 fresh[obj.key] = obj
         old_cache = self._cache
@@ -176,11 +192,12 @@ class Informers:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._by_kind: dict[type[Resource], Informer[Any]] = {}
+        self._compactor = Compactor()  # one string table: kinds share namespaces and names
 
     def informer(self, cls: type[R]) -> Informer[R]:
         inf = self._by_kind.get(cls)
         if inf is None:
-            inf = Informer(self.store, cls)
+            inf = Informer(self.store, cls, compactor=self._compactor)
             self._by_kind[cls] = inf
         return inf
 

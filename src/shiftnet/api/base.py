@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from shiftnet.api.compact import COMPACT, share_fields_set
+
 
 class Wire(BaseModel):
     """Base of every API struct: Kubernetes camelCase names, extra fields forbidden."""
@@ -17,6 +19,10 @@ class Wire(BaseModel):
         alias_generator=to_camel,
         validate_assignment=False,
     )
+
+    def model_post_init(self, context: Any, /) -> None:
+        if context is COMPACT:  # decoded for a long-lived cache (informers)
+            share_fields_set(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The Kubernetes wire shape (camelCase, no nulls)."""
@@ -58,7 +64,8 @@ class Resource(Wire):
     kind: str = ""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
-    def model_post_init(self, __context: Any) -> None:
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
         if not self.api_version:
             self.api_version = self.API_VERSION
         if not self.kind:

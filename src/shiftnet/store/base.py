@@ -27,7 +27,7 @@ class WatchEvent:
 
 @dataclass(frozen=True)
 class ListResult:
-    items: list[dict[str, Any]]
+    items: list[dict[str, Any]]  # a fresh list per call: the caller may consume it
     revision: int  # watch from here to see every change after this list
 
 

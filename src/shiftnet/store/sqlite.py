@@ -175,16 +175,17 @@ class SqliteStore:
                     rows = conn.execute(
                         "SELECT data FROM objects WHERE resource=? ORDER BY namespace, name",
                         (resource,),
-                    ).fetchall()
+                    )
                 else:
                     rows = conn.execute(
                         "SELECT data FROM objects WHERE resource=? AND namespace=? ORDER BY name",
                         (resource, namespace),
-                    ).fetchall()
+                    )
+                # Decoded row by row: the JSON text of 10,000 objects is never all held.
+                items = [json.loads(r[0]) for r in rows]
                 rev = self._head_rev(conn)
             finally:
                 conn.execute("COMMIT")
-            items = [json.loads(r[0]) for r in rows]
             if not sel.empty:
                 items = [o for o in items if sel.matches((o.get("metadata") or {}).get("labels"))]
             return ListResult(items=items, revision=rev)
