@@ -26,6 +26,18 @@ def test_writes_only_changed_and_removes_stale(tmp_path: Path) -> None:
     assert not write_file_set(tmp_path, {"haproxy.cfg": b"b", "x.map": b"k v\n"}).changed
 
 
+def test_known_set_skips_reading_unchanged_files(tmp_path: Path) -> None:
+    old = {"haproxy.cfg": b"a", "certs/a.pem": b"p", "certs/b.pem": b"q"}
+    write_file_set(tmp_path, old)
+    (tmp_path / "certs/b.pem").write_bytes(b"changed behind the driver's back")
+    new = {"haproxy.cfg": b"b", "certs/b.pem": b"q"}
+    result = write_file_set(tmp_path, new, known=old)
+    # Only what differs from the known set is touched: the config and the removal.
+    assert result.written == ["haproxy.cfg"] and result.removed == ["certs/a.pem"]
+    assert (tmp_path / "certs/b.pem").read_bytes() == b"changed behind the driver's back"
+    assert write_file_set(tmp_path, new).written == ["certs/b.pem"]  # no known set: compared
+
+
 def test_replaces_by_rename_and_keys_are_private(tmp_path: Path) -> None:
     write_file_set(tmp_path, {"haproxy.cfg": b"old", "certs/r.pem": b"key"})
     ino = os.stat(tmp_path / "haproxy.cfg").st_ino

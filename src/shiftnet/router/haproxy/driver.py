@@ -332,7 +332,7 @@ class HAProxyDriver:
         if not outcome.state.clean:
             self._owed_marker.touch()
         t1 = time.monotonic()
-        write_file_set(self.process.conf_dir, files)
+        write_file_set(self.process.conf_dir, files, known=self._on_disk)
         self._on_disk = dict(files)
         metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t1)
         self.runtime_applies += 1
@@ -387,7 +387,8 @@ class HAProxyDriver:
             raise
         async with self._apply_lock:
             t_write = time.monotonic()
-            write_file_set(self.process.conf_dir, desired)
+            write_file_set(self.process.conf_dir, desired, known=self._on_disk)
+            self._on_disk = dict(desired)  # what the directory holds, whatever the reload says
             metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t_write + (t_write - t0))
             t1 = time.monotonic()
             self._reloading = True

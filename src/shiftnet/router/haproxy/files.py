@@ -71,8 +71,16 @@ def _mode_for(name: str) -> int:
     return 0o600 if name.endswith((".pem", ".key")) else 0o644
 
 
-def write_file_set(directory: Path, files: dict[str, bytes]) -> WriteResult:
-    """Make ``directory`` hold exactly ``files`` (name -> bytes); return what changed."""
+def write_file_set(
+    directory: Path, files: dict[str, bytes], known: dict[str, bytes] | None = None
+) -> WriteResult:
+    """Make ``directory`` hold exactly ``files`` (name -> bytes); return what changed.
+
+    ``known`` is what the caller last wrote there (the driver owns the
+    directory): files equal to it are neither read nor written, and only its
+    names can need removing, so 10,000 route certificates cost nothing when
+    one route changes.
+    """
     directory = Path(directory)
     for name in files:
         _check_name(name)
@@ -81,6 +89,8 @@ def write_file_set(directory: Path, files: dict[str, bytes]) -> WriteResult:
     for name in sorted(files):
         path = directory / name
         data = files[name]
+        if known is not None and name in known and known[name] == data:
+            continue
         try:
             if path.read_bytes() == data:
                 continue
@@ -88,10 +98,13 @@ def write_file_set(directory: Path, files: dict[str, bytes]) -> WriteResult:
             pass
         _write_atomic(path, data, _mode_for(name))
         result.written.append(name)
-    for name in sorted(_existing(directory) - set(files)):
+    present = set(known) if known is not None else _existing(directory)
+    for name in sorted(present - set(files)):
         with contextlib.suppress(FileNotFoundError):
             (directory / name).unlink()
         result.removed.append(name)
+    if known is not None and not result.removed:
+        return result
     # Drop sub-directories the new set emptied (deepest first).
     for root, dirs, _files in sorted(os.walk(directory), key=lambda t: -len(t[0])):
         for d in dirs:
