@@ -13,6 +13,8 @@ Two levels, as upstream:
 
 from __future__ import annotations
 
+import re
+
 from shiftnet.api import names, tls
 from shiftnet.api.fielderrors import (
     FieldError,
@@ -73,19 +75,25 @@ def subdomain_errors(route: Route) -> list[FieldError]:
     return [invalid("spec.subdomain", sub, r) for r in names.hostname_errors(sub)[:1]]
 
 
+# "/" then visible ASCII without "#": a path none of the checks below can object to
+# (bar passthrough), recognised by one match.
+_PLAIN_PATH_RE = re.compile(r"/[\x21\x22\x24-\x7e]*")
+
+
 def path_errors(route: Route) -> list[FieldError]:
     p = route.spec.path
     if not p:
         return []
     out: list[FieldError] = []
-    if not p.startswith("/"):
-        out.append(invalid("spec.path", p, "path must begin with /"))
-    if "#" in p:
-        out.append(invalid("spec.path", p, "path must not contain '#'"))
-    if any(ch.isspace() for ch in p):
-        out.append(invalid("spec.path", p, "path must not contain spaces"))
-    elif any(not ch.isprintable() for ch in p):
-        out.append(invalid("spec.path", p, "path must not contain control characters"))
+    if not _PLAIN_PATH_RE.fullmatch(p):  # else none of these three can apply
+        if not p.startswith("/"):
+            out.append(invalid("spec.path", p, "path must begin with /"))
+        if "#" in p:
+            out.append(invalid("spec.path", p, "path must not contain '#'"))
+        if any(ch.isspace() for ch in p):
+            out.append(invalid("spec.path", p, "path must not contain spaces"))
+        elif any(not ch.isprintable() for ch in p):
+            out.append(invalid("spec.path", p, "path must not contain control characters"))
     if route.spec.tls is not None and route.spec.tls.termination == "passthrough":
         out.append(invalid("spec.path", p, "passthrough termination does not support paths"))
     return out

@@ -22,6 +22,7 @@ a winner lets the next-oldest route win by itself on the next computation.
 
 from __future__ import annotations
 
+import functools
 import gc
 import re
 from collections.abc import Iterable
@@ -82,7 +83,7 @@ def _age(route: Route) -> tuple[str, str, str, str]:
 
 def in_shard(route: Route, namespace: Namespace | None, config: RouterConfig) -> bool:
     """Whether ``ROUTE_LABELS`` and ``NAMESPACE_LABELS`` select this route."""
-    if not config.route_labels.matches(route.metadata.labels):
+    if not config.route_labels.empty and not config.route_labels.matches(route.metadata.labels):
         return False
     if config.namespace_labels.empty:
         return True
@@ -235,16 +236,28 @@ def _grant(route: Route, host: str, claims: _Claims) -> None:
 def _ingress(
     route: Route, host: str, config: RouterConfig, reason: str | None, message: str | None
 ) -> RouteIngress:
-    admitted = reason is None
-    condition = RouteIngressCondition(
-        type="Admitted", status="True" if admitted else "False", reason=reason, message=message
-    )
     return RouteIngress(
         host=host or None,
         router_name=config.name,
-        conditions=[condition],
+        conditions=[_admitted_condition(reason, message)],
         wildcard_policy=route.spec.wildcard_policy or "None",
         router_canonical_hostname=config.canonical_hostname,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _admitted_condition(reason: str | None, message: str | None) -> RouteIngressCondition:
+    """The ``Admitted`` condition, one object per verdict (most routes share "admitted").
+
+    Shared between entries, so it must never be changed in place: the status
+    writer and the router copy an entry (``model_copy(deep=True)``) before
+    they stamp or replace its conditions.
+    """
+    return RouteIngressCondition(
+        type="Admitted",
+        status="True" if reason is None else "False",
+        reason=reason,
+        message=message,
     )
 
 

@@ -137,6 +137,8 @@ def parse_route_options(annotations: Mapping[str, str]) -> tuple[RouteOptions, t
     Memoised on the router's own annotations: with thousands of routes most
     share none or the same few, and admission and the model both ask.
     """
+    if not annotations:
+        return _NO_OPTIONS
     relevant = tuple(
         sorted((k, v) for k, v in annotations.items() if k.startswith((HAPROXY, ROUTER)))
     )

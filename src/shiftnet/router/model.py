@@ -33,6 +33,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from shiftnet.api import Endpoints, Route, Service
+from shiftnet.api.route import RouteTargetReference
 from shiftnet.router.admission import AdmissionResult, RouteKey, route_key
 from shiftnet.router.annotations import RouteOptions, parse_route_options
 from shiftnet.router.memo import ObjectVersion, RoundMemo, object_version
@@ -234,20 +235,24 @@ def pool_from_endpoints(namespace: str, service: str, endpoints: Endpoints | Non
     might). Not-ready addresses are not members: HAProxy must not send them
     traffic.
     """
-    members: set[PoolMember] = set()
-    for subset in endpoints.subsets if endpoints is not None else []:
+    found: list[PoolMember] = []
+    for subset in endpoints.subsets if endpoints is not None else ():
         ports = [p for p in subset.ports if 0 < p.port < 65536 and p.protocol.upper() == "TCP"]
+        if not ports:
+            continue
         for address in subset.addresses:
-            parsed = _ip(address.ip)
-            if parsed is None:
-                continue
-            ip = parsed[0]
+            ip = address.ip
+            if not _CANONICAL_IPV4_RE.fullmatch(ip):  # else it is its own canonical text
+                parsed = _ip(ip)
+                if parsed is None:
+                    continue
+                ip = parsed[0]
             pod = (address.target_ref.name or "") if address.target_ref else ""
             for i, port in enumerate(ports):
-                members.add(PoolMember(ip, port.port, port.name or "", pod, first=i == 0))
-    return Pool(
-        namespace=namespace, service=service, members=tuple(sorted(members, key=_ip_sort_key))
-    )
+                found.append(PoolMember(ip, port.port, port.name or "", pod, i == 0))
+    # One member (the common case) needs neither de-duplication nor sorting.
+    members = tuple(sorted(set(found), key=_ip_sort_key)) if len(found) > 1 else tuple(found)
+    return Pool(namespace=namespace, service=service, members=members)
 
 
 def _service_port_name(service: Service | None, number: int) -> str | None:
@@ -270,22 +275,25 @@ def resolve_members(
     (so ``targetPort: 80`` on a Service ``80 -> 8080`` reaches 8080). Without a
     target port each subset's first port is used, as OpenShift does.
     """
+    members = pool.members
     if target_port is None or target_port == "":
-        return _unique(m for m in pool.members if m.first)
+        return _unique([m for m in members if m.first])
     if isinstance(target_port, int) or target_port.isdigit():
         number = int(target_port)
-        by_number = _unique(m for m in pool.members if m.port == number)
+        by_number = _unique([m for m in members if m.port == number])
         if by_number:
             return by_number
         name = _service_port_name(service, number)
         if name is None:
             return ()
-        return _unique(m for m in pool.members if m.port_name == name)
-    return _unique(m for m in pool.members if m.port_name == target_port)
+        return _unique([m for m in members if m.port_name == name])
+    return _unique([m for m in members if m.port_name == target_port])
 
 
 def _unique(members: Iterable[PoolMember]) -> tuple[PoolMember, ...]:
     """One member per ``ip:port`` (the same address may be listed in two subsets)."""
+    if isinstance(members, list) and len(members) < 2:
+        return tuple(members)
     seen: set[tuple[str, int]] = set()
     out: list[PoolMember] = []
     for m in members:
@@ -377,9 +385,72 @@ def build_policy(
     namespace = route.metadata.namespace or ""
     termination = _termination(route)
     options, warnings = parse_route_options(route.metadata.annotations)
-    notes = list(warnings)
     target_port = _target_port(route)
+    spec = route.spec
+    if not spec.alternate_backends:
+        targets, servers, notes = _one_backend(spec.to, namespace, target_port, pools, services)
+    else:
+        targets, servers, notes = _backends(route, namespace, target_port, pools, services)
+    return L7Policy(
+        namespace=namespace,
+        name=route.metadata.name,
+        rule=Rule(host, spec.path or "", spec.wildcard_policy == "Subdomain"),
+        termination=termination,
+        insecure_policy=_insecure_policy(route, termination),
+        tls=_tls(route, termination),
+        options=options,
+        target_port=target_port,
+        targets=targets,
+        servers=servers,
+        warnings=warnings + notes if notes else warnings,
+    )
 
+
+def _no_port_note(target_port: TargetPort, namespace: str, service: str) -> str:
+    return (
+        f"spec.port.targetPort {target_port!r} matches no port of service "
+        f'"{namespace}/{service}"'
+    )
+
+
+def _one_backend(
+    ref: RouteTargetReference,
+    namespace: str,
+    target_port: TargetPort,
+    pools: Mapping[PoolKey, Pool],
+    services: Mapping[PoolKey, Service],
+) -> tuple[tuple[Target, ...], tuple[Server, ...], tuple[str, ...]]:
+    """:func:`_backends` for a route with ``spec.to`` only (the common case), without dicts.
+
+    One target takes all: its members get weight 256 unless its own weight is 0.
+    """
+    service = ref.name
+    pname = pool_name(namespace, service)
+    weight = DEFAULT_ROUTE_WEIGHT if ref.weight is None else ref.weight
+    weight = max(0, min(MAX_SERVER_WEIGHT, weight))
+    key = (namespace, service)
+    pool = pools[key]
+    members = resolve_members(pool, target_port, services.get(key))
+    notes: tuple[str, ...] = ()
+    if pool.members and not members and target_port is not None:
+        notes = (_no_port_note(target_port, namespace, service),)
+    servers: tuple[Server, ...] = ()
+    if weight > 0 and members:
+        servers = tuple(
+            Server(m.ip, m.port, pname, m.pod, MAX_SERVER_WEIGHT) for m in members
+        )
+    return (Target(pname, service, weight, len(members)),), servers, notes
+
+
+def _backends(
+    route: Route,
+    namespace: str,
+    target_port: TargetPort,
+    pools: Mapping[PoolKey, Pool],
+    services: Mapping[PoolKey, Service],
+) -> tuple[tuple[Target, ...], tuple[Server, ...], tuple[str, ...]]:
+    """Targets, servers and target-port notes of a route with alternate backends."""
+    notes: list[str] = []
     weights: dict[str, int] = {}
     services_of: dict[str, str] = {}
     for ref in route.backends():
@@ -394,10 +465,7 @@ def build_policy(
         pool = pools[(namespace, service)]
         members = resolve_members(pool, target_port, services.get((namespace, service)))
         if pool.members and not members and target_port is not None:
-            notes.append(
-                f"spec.port.targetPort {target_port!r} matches no port of service "
-                f'"{namespace}/{service}"'
-            )
+            notes.append(_no_port_note(target_port, namespace, service))
         resolved[pname] = members
 
     scaled = scale_weights(
@@ -414,23 +482,7 @@ def build_policy(
         if scaled[p] > 0
         for m in resolved[p]
     )
-    return L7Policy(
-        namespace=namespace,
-        name=route.metadata.name,
-        rule=Rule(
-            host=host,
-            path=route.spec.path or "",
-            wildcard=route.spec.wildcard_policy == "Subdomain",
-        ),
-        termination=termination,
-        insecure_policy=_insecure_policy(route, termination),
-        tls=_tls(route, termination),
-        options=options,
-        target_port=target_port,
-        targets=targets,
-        servers=servers,
-        warnings=tuple(notes),
-    )
+    return targets, servers, tuple(notes)
 
 
 def build_model(
