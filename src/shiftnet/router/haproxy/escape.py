@@ -56,7 +56,7 @@ def name(*parts: str) -> str:
     """
     if not parts:
         raise UnsafeValue("an HAProxy name needs at least one part")
-    full = ":".join(_encode_part(p) for p in parts)
+    full = ":".join([_encode_part(p) for p in parts])
     if not full:
         raise UnsafeValue("an HAProxy name cannot be empty")
     if len(full) <= _NAME_MAX:

@@ -359,6 +359,7 @@ def _rewrite_line(path: str, target: str) -> str:
 def _server_lines(
     policy: L7Policy, backend: str, config: _BackendDefaults, files: dict[str, bytes]
 ) -> list[str]:
+    """The backend's ``server`` lines (the usual four as one newline-joined item)."""
     opts = policy.options
     termination = policy.termination
     servers = policy.servers
@@ -371,9 +372,11 @@ def _server_lines(
         tail += f" check inter {_ms(interval)}"
     if opts.pod_concurrent_connections:
         tail += f" maxconn {int(opts.pod_concurrent_connections)}"
+    own_tail = False  # the tail names this route's own file
     if termination == REENCRYPT:
         dest_ca = policy.tls.destination_ca_certificate if policy.tls else None
         if dest_ca:
+            own_tail = True
             ca_name = "cacerts/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
             data = escape.pem(dest_ca, what="destinationCACertificate")
             if b"PRIVATE KEY" in data:
@@ -382,11 +385,27 @@ def _server_lines(
             tail += f" ssl verify required ca-file {escape.quoted(ca_name)}"
         else:
             tail += " ssl verify none"
+    cookies = termination != PASSTHROUGH and not opts.disable_cookies
+    slots = _slot_servers(servers)
+    if len(slots) == MIN_SLOTS and not own_tail:
+        # The common case: a %-template per (filled slots, cookies, tail), filled at once.
+        base = _backend_digest(backend)[32:60] if cookies else ""
+        args: list[str | int] = []
+        filled: list[int] = []
+        for i, server in enumerate(slots):
+            if server is not None:
+                filled.append(i)
+                args.append(escape.server_address(server.ip, server.port))
+            if cookies:
+                args.append(base)
+            if server is not None:
+                args.append(max(0, min(256, int(server.weight))))
+        return [_slot_block(tuple(filled), cookies, tail) % tuple(args)]
     spare_tail = f"{tail} weight 0 disabled"
     lines: list[str] = []
-    if termination != PASSTHROUGH and not opts.disable_cookies:
+    if cookies:
         cookie = " cookie " + _backend_digest(backend)[32:60]
-        for i, server in enumerate(_slot_servers(servers)):
+        for i, server in enumerate(slots):
             if server is None:
                 lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{i:04x}{spare_tail}")
             else:
@@ -394,7 +413,7 @@ def _server_lines(
                 weight = max(0, min(256, int(server.weight)))
                 lines.append(f"  server s{i} {addr}{cookie}{i:04x}{tail} weight {weight}")
     else:
-        for i, server in enumerate(_slot_servers(servers)):
+        for i, server in enumerate(slots):
             if server is None:
                 lines.append(f"  server s{i} {SPARE_ADDRESS}{spare_tail}")
             else:
@@ -402,6 +421,25 @@ def _server_lines(
                 weight = max(0, min(256, int(server.weight)))
                 lines.append(f"  server s{i} {addr}{tail} weight {weight}")
     return lines
+
+
+@functools.lru_cache(maxsize=512)
+def _slot_block(filled: tuple[int, ...], cookies: bool, tail: str) -> str:
+    """:data:`MIN_SLOTS` server lines as a %-template, exactly as the loop in _server_lines.
+
+    Arguments in line order: a member's address, the cookie prefix (when
+    cookies are on) and the member's weight; a spare's cookie prefix.
+    """
+    tail = tail.replace("%", "%%")
+    cookie = " cookie %s" if cookies else ""
+    lines: list[str] = []
+    for i in range(MIN_SLOTS):
+        tag = f"{i:04x}" if cookies else ""
+        if i in filled:
+            lines.append(f"  server s{i} %s{cookie}{tag}{tail} weight %d")
+        else:
+            lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{tag}{tail} weight 0 disabled")
+    return "\n".join(lines)
 
 
 def _backend(
@@ -532,11 +570,11 @@ def _route_maps(policy: L7Policy, backend: str, maps: _EntrySink) -> None:
         else escape.hostname(rule.host, "spec.host")
     )
     tls_terminated = termination in (EDGE, REENCRYPT)
-    # Keys checked in the order the old lookup_keys() did (exact, then prefix), so an
-    # unwritable path is reported the same way.
+    # Keys are checked by maps.put, the exact key before the prefix key in either
+    # group, so an unwritable path is reported by the same key as ever.
     if termination != PASSTHROUGH:
-        exact = escape.map_key(where + norm) if norm else None
-        prefix = escape.map_key(where + norm + "/")
+        exact = where + norm if norm else None
+        prefix = where + norm + "/"
     # The HTTP port: plain routes and Allow are served, Redirect answers 302, None is absent.
     insecure = policy.insecure_policy
     if insecure != INSECURE_NONE and (
