@@ -122,6 +122,11 @@ def hostname_errors(value: str) -> list[str]:
     """
     if len(value) <= DNS1123_SUBDOMAIN_MAX and _HOSTNAME_OK_RE.fullmatch(value):
         return []
+    return _hostname_problems(value)
+
+
+def _hostname_problems(value: str) -> list[str]:
+    """:func:`hostname_errors` without its fast path (the tests compare the two)."""
     errs = dns1123_subdomain_errors(value)
     for label in value.split("."):
         if len(label) > DNS1123_LABEL_MAX:
