@@ -153,6 +153,7 @@ class HAProxyDriver:
         self.fallbacks = 0
         self.last_error: Exception | None = None
         self._desired: dict[str, bytes] | None = None
+        self._desired_split: tuple[str, dict[str, str]] | None = None  # its sections, if known
         self._loaded: dict[str, bytes] | None = None  # what HAProxy last loaded (start/reload)
         self._on_disk: dict[str, bytes] | None = None  # what conf/ holds
         self._live: LiveState | None = None  # what HAProxy effectively serves
@@ -213,6 +214,7 @@ class HAProxyDriver:
         """
         async with self._apply_lock:
             self._desired = dict(files)
+            self._desired_split = split
             if self._live is not None and await self._try_runtime(files, split):
                 if self._live.clean:
                     return
@@ -423,7 +425,7 @@ class HAProxyDriver:
             latest = self._desired
             # Changes that arrived during the check: on top, without another reload.
             if latest is not None and latest is not desired:
-                if not await self._try_runtime(latest) or self._urgent:
+                if not await self._try_runtime(latest, self._desired_split) or self._urgent:
                     self._runner.kick()
                 elif not self._live.clean:
                     self._owe()
