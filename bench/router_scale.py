@@ -172,10 +172,14 @@ class Bench:
                 urls["shiftnet_ref"] = f"http://127.0.0.1:{ref[0].http_port}/"
                 tfiles["shiftnet_ref"] = ref[1]
             cpu0, wall0 = procs.cpu_seconds(router.proc.pid), time.monotonic()
+            warm: dict[str, list[float]] = {which: [] for which in urls}
             for k in range(self.args.rounds):  # interleaved: the machine is shared and noisy
                 log(f"{workload} N={n}: round {k + 1}/{self.args.rounds} "
                     f"({', '.join(urls)})")
                 for which, url in urls.items():
+                    if self.args.warmup > 0:  # steady state: see --warmup
+                        warm[which].append(self.wrk(url, tfiles[which], f"warm-{which}",
+                                                    seconds=self.args.warmup)["rps"])
                     runs[which].append(
                         self.wrk(url, tfiles[which], f"{which}-{workload}-{n}-{k}"))
             # CPU the router process itself spent while wrk ran (stats polling, syncs):
@@ -184,6 +188,7 @@ class Bench:
                 (procs.cpu_seconds(router.proc.pid) - cpu0) / (time.monotonic() - wall0), 3)
             for which, rs_ in runs.items():
                 row[which] = combine(rs_)
+                row[which]["warmup_rps"] = warm[which]
             row["openshift_haproxy_rss_mb"] = round(hp.rss_kb() / 1024, 1)
         finally:
             hp.stop()
@@ -531,6 +536,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3,
                    help="interleaved wrk rounds per configuration (median reported)")
     p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--warmup", type=float, default=2.0,
+                   help="seconds of unmeasured wrk right before each measured run (0: none). "
+                        "HAProxy keeps idle connections per server and purges those unused "
+                        "for 5 s; while the other configurations run, a 10,000-route router "
+                        "loses them, and its first seconds open a connection per backend")
     p.add_argument("--churn-seconds", type=int, default=60)
     p.add_argument("--samples", type=int, default=50, help="routes for created -> first 200")
     p.add_argument("--samples-budget", type=float, default=420.0,

@@ -7,6 +7,14 @@ distinct ones, so nginx listens on ``127.77.x.y:PORT`` for every pod and on
 spare ``127.78.x.y:PORT`` addresses for pods that become ready later. The body
 is the address that answered (``$server_addr``), so the benchmark can check
 that a request reached the pod of the right route.
+
+Why several nginx processes: every listening address costs nginx a descriptor,
+and this sandbox caps every process at 20,000. One nginx on 10,400 addresses
+had room for about 8,600 connections, fewer than the idle keep-alive
+connections a 10,000-route router keeps to its pods (one per busy backend), so
+nginx closed them under HAProxy's feet and wrk saw read errors. Real pods are
+separate processes with their own limits, so the addresses are spread over
+processes of at most :data:`ADDRS_PER_PROCESS` each.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from pathlib import Path
 from routerbench import procs
 
 NGINX = "/usr/sbin/nginx"
+ADDRS_PER_PROCESS = 2500
 
 
 def config(prefix: Path, addrs: list[str], port: int, workers: int = 1) -> str:
@@ -41,11 +50,31 @@ http {{
 
 
 class Responder:
+    """The pods: ``addrs`` spread over one nginx per :data:`ADDRS_PER_PROCESS` addresses."""
+
+    def __init__(self, prefix: Path, addrs: list[str], port: int, workers: int = 1) -> None:
+        step = ADDRS_PER_PROCESS
+        self.shards = [_Nginx(prefix / f"n{i // step}", addrs[i:i + step], port, workers)
+                       for i in range(0, len(addrs), step)]
+
+    def start(self) -> Responder:
+        for shard in self.shards:
+            shard.start()
+        return self
+
+    def stop(self) -> None:
+        for shard in self.shards:
+            shard.stop()
+
+
+class _Nginx:
+    """One nginx process listening on ``addrs``."""
+
     def __init__(self, prefix: Path, addrs: list[str], port: int, workers: int = 1) -> None:
         self.prefix, self.addrs, self.port, self.workers = prefix, addrs, port, workers
         self.proc = None
 
-    def start(self) -> Responder:
+    def start(self) -> _Nginx:
         self.prefix.mkdir(parents=True, exist_ok=True)
         (self.prefix / "tmp").mkdir(exist_ok=True)
         conf = self.prefix / "nginx.conf"

@@ -652,6 +652,17 @@ def _global_and_defaults(
         f"  stats socket {escape.path(paths.admin_socket, 'admin socket')}"
         " mode 600 level admin expose-fd listeners",
         "  stats timeout 2m",
+        # Lookups are tree searches; the pattern cache only serves list matches and,
+        # with more distinct request keys than its 10,000 slots, missed on nearly
+        # every request while hashing and inserting each key (issue 5).
+        "  tune.pattern.cache-size 0",
+        # Idle server connections are kept per server. HAProxy stops keeping them
+        # at 20 % of its descriptors in use (25 %: closes them), sized for maxconn
+        # far above the server count; here maxconn is capped by RLIMIT_NOFILE and a
+        # router has a server per route, so at 10,000 routes most requests opened a
+        # new connection to the pod. These ratios leave one per busy route.
+        "  tune.pool-low-fd-ratio 50",
+        "  tune.pool-high-fd-ratio 60",
         "  tune.ssl.default-dh-param 2048",
         "  ssl-default-bind-options ssl-min-ver TLSv1.2",
         "",
