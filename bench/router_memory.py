@@ -8,14 +8,15 @@ scale benchmark's "own" workload) is built once and copied for each run.
 
     .venv/bin/python bench/router_memory.py --routes 10000 [--seconds 40]
 
-Prints VmRSS over time, the peak (VmHWM) and the RSS once the router has
-served every route and written every status (settled).
+Prints the RSS when every route is served, when every route has this
+router's status, the RSS ``--seconds`` later (settled) and the peak (VmHWM).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -26,10 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from routerbench import procs, workload  # noqa: E402
-from routerbench import shiftnet_side as side  # noqa: E402
-from shiftnet.client import Client  # noqa: E402
-from shiftnet.store import open_store  # noqa: E402
+from routerbench import procs, workload
+from routerbench import shiftnet_side as side
+
+from shiftnet.client import Client
+from shiftnet.store import open_store
 
 CACHE = Path(tempfile.gettempdir()) / "shiftnet-router-memory"
 POD_PORT = 18080
@@ -69,6 +71,23 @@ def store_for(n: int) -> Path:
     return db
 
 
+def _statuses(db: Path) -> int:
+    """Routes whose status the router has written (read-only look at the store)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM objects WHERE resource='routes' AND data LIKE '%routerName%'"
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return -1
+    return int(row[0])
+
+
 def _served(work_dir: Path, n: int) -> bool:
     try:
         index = json.loads((work_dir / "run" / "backends.json").read_text())
@@ -88,24 +107,36 @@ def measure(n: int, seconds: float, label: str) -> dict[str, float]:
         assert router.proc is not None
         pid = router.proc.pid
         t0 = time.monotonic()
-        served_at = None
-        while time.monotonic() - t0 < 600:
+        served_at = statuses_at = None
+        while time.monotonic() - t0 < 900:
             if router.proc.poll() is not None:
                 raise RuntimeError("router exited: " + router.log_tail())
-            samples.append((time.monotonic() - t0, _status_kb(pid, "VmRSS")))
+            now = time.monotonic() - t0
+            samples.append((now, _status_kb(pid, "VmRSS")))
             if served_at is None and _served(router.work_dir, n):
-                served_at = time.monotonic() - t0
-            if served_at is not None and time.monotonic() - t0 > served_at + seconds:
+                served_at = now
+                print(f"  served every route at {now:.1f}s rss={samples[-1][1] / 1024:.1f} MB",
+                      flush=True)
+            if served_at is not None and statuses_at is None and _statuses(db) >= n:
+                statuses_at = now
+                print(f"  every status written at {now:.1f}s rss={samples[-1][1] / 1024:.1f} MB",
+                      flush=True)
+            if statuses_at is not None and now > statuses_at + seconds:
                 break
+            if len(samples) % 20 == 0:
+                print(f"  {now:5.1f}s rss={samples[-1][1] / 1024:.1f} MB", flush=True)
             time.sleep(0.5)
         hwm = _status_kb(pid, "VmHWM")
         settled = _status_kb(pid, "VmRSS")
     finally:
         router.stop()
+        with contextlib.suppress(OSError):  # kept for a look at what the router did
+            shutil.copy(base / "router.log", CACHE / "last-router.log")
         shutil.rmtree(base, ignore_errors=True)
     result = {
         "routes": n,
         "served_s": round(served_at or -1, 1),
+        "statuses_s": round(statuses_at or -1, 1),
         "rss_settled_mb": round(settled / 1024, 1),
         "rss_peak_mb": round(hwm / 1024, 1),
     }
@@ -116,8 +147,8 @@ def measure(n: int, seconds: float, label: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--routes", type=int, default=10000)
-    ap.add_argument("--seconds", type=float, default=30.0,
-                    help="keep sampling this long after every route is served")
+    ap.add_argument("--seconds", type=float, default=20.0,
+                    help="keep sampling this long after every route is served and has a status")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--label", default="router")
     args = ap.parse_args()
