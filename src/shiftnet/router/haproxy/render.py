@@ -386,21 +386,36 @@ def _server_lines(
         else:
             tail += " ssl verify none"
     cookies = termination != PASSTHROUGH and not opts.disable_cookies
+    if len(servers) < 2 and not own_tail and isinstance(servers, tuple):
+        # Most routes: one pod (or none yet) in four slots, as _slot_servers places it.
+        base = _backend_digest(backend)[32:60] if cookies else ""
+        spare: tuple[str, ...] = (base,) if cookies else ()
+        if not servers:
+            return [_slot_block((), cookies, tail) % (spare * MIN_SLOTS)]
+        only = servers[0]
+        home = zlib.crc32(f"{only.ip}:{only.port}".encode()) % MIN_SLOTS
+        member = (
+            escape.server_address(only.ip, only.port),
+            *spare,
+            max(0, min(256, int(only.weight))),
+        )
+        args = spare * home + member + spare * (MIN_SLOTS - 1 - home)
+        return [_slot_block((home,), cookies, tail) % args]
     slots = _slot_servers(servers)
     if len(slots) == MIN_SLOTS and not own_tail:
         # The common case: a %-template per (filled slots, cookies, tail), filled at once.
         base = _backend_digest(backend)[32:60] if cookies else ""
-        args: list[str | int] = []
+        slot_args: list[str | int] = []
         filled: list[int] = []
-        for i, server in enumerate(slots):
-            if server is not None:
+        for i, slot in enumerate(slots):
+            if slot is not None:
                 filled.append(i)
-                args.append(escape.server_address(server.ip, server.port))
+                slot_args.append(escape.server_address(slot.ip, slot.port))
             if cookies:
-                args.append(base)
-            if server is not None:
-                args.append(max(0, min(256, int(server.weight))))
-        return [_slot_block(tuple(filled), cookies, tail) % tuple(args)]
+                slot_args.append(base)
+            if slot is not None:
+                slot_args.append(max(0, min(256, int(slot.weight))))
+        return [_slot_block(tuple(filled), cookies, tail) % tuple(slot_args)]
     spare_tail = f"{tail} weight 0 disabled"
     lines: list[str] = []
     if cookies:
@@ -446,10 +461,50 @@ def _backend(
     policy: L7Policy, backend: str, config: _BackendDefaults, files: dict[str, bytes]
 ) -> list[str]:
     opts = policy.options
-    http_mode = policy.termination != PASSTHROUGH
+    if opts.ip_allowlist or opts.rewrite_target:  # lines that name this route's file or path
+        shape = _backend_shape(
+            policy.termination, policy.insecure_policy, opts, config, policy, files
+        )
+    else:  # the same for every route of this kind with these options: computed once
+        shape = _shared_backend_shape(policy.termination, policy.insecure_policy, opts, config)
+    lines = [f"backend {backend} from {shape.parent}", *shape.lines]
+    if shape.cookie_tail is not None:
+        cookie = shape.cookie_name or _backend_digest(backend)[:32]
+        lines.append(f"  cookie {cookie}{shape.cookie_tail}")
+    lines += _server_lines(policy, backend, config, files)
+    return lines
+
+
+class _BackendShape(NamedTuple):
+    """A backend section apart from its name, default cookie name and servers."""
+
+    parent: str  # the defaults section it is ``from``
+    lines: tuple[str, ...]  # from ``mode`` through the HSTS header
+    cookie_name: str | None  # escaped; None: derived from the backend name
+    cookie_tail: str | None  # after the cookie name; None: no sticky cookie
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_backend_shape(
+    termination: str, insecure_policy: str, opts: RouteOptions, config: _BackendDefaults
+) -> _BackendShape:
+    """:func:`_backend_shape` of options that name no file or path of their route."""
+    return _backend_shape(termination, insecure_policy, opts, config, None, {})
+
+
+def _backend_shape(
+    termination: str,
+    insecure_policy: str,
+    opts: RouteOptions,
+    config: _BackendDefaults,
+    policy: L7Policy | None,
+    files: dict[str, bytes],
+) -> _BackendShape:
+    """The option lines; ``policy`` and ``files`` serve ``ip_allowlist`` and ``rewrite-target``."""
+    http_mode = termination != PASSTHROUGH
     forwarded = opts.set_forwarded_headers or config.set_forwarded_headers
     parent = FORWARDED_DEFAULTS.get(forwarded, BASE_DEFAULTS) if http_mode else BASE_DEFAULTS
-    lines = [f"backend {backend} from {parent}", f"  mode {'http' if http_mode else 'tcp'}"]
+    lines = [f"  mode {'http' if http_mode else 'tcp'}"]
     default_balance = config.load_balance_algorithm if http_mode else config.tcp_balance_scheme
     balance = opts.balance or default_balance
     if balance not in ("roundrobin", "leastconn", "source", "random"):
@@ -463,6 +518,7 @@ def _backend(
     if tunnel:
         lines.append(f"  timeout tunnel {_ms(tunnel)}")
     if opts.ip_allowlist:
+        assert policy is not None  # _backend passes the route along with an allowlist
         allow_file = "allowlists/" + escape.file_name(policy.namespace, policy.name, suffix=".txt")
         files[allow_file] = "".join(escape.ip_network(n) + "\n" for n in opts.ip_allowlist).encode()
         acl = f"!{{ src -f {escape.quoted(allow_file)} }}"
@@ -491,29 +547,27 @@ def _backend(
                 f"  http-request deny deny_status 429 if {{ sc_http_req_rate(2) gt "
                 f"{int(limit.rate_http)} }}"
             )
+    cookie_name: str | None = None
+    cookie_tail: str | None = None
     if http_mode:
         if opts.rewrite_target:
+            assert policy is not None  # _backend passes the route along with a rewrite
             lines.append(_rewrite_line(policy.rule.path, opts.rewrite_target))
-        if opts.hsts_header and policy.termination in (EDGE, REENCRYPT):
+        if opts.hsts_header and termination in (EDGE, REENCRYPT):
             value = escape.log_format(opts.hsts_header, "hsts_header")
             lines.append(
                 f"  http-response set-header Strict-Transport-Security {value} if {{ ssl_fc }}"
             )
         if not opts.disable_cookies:
-            cookie = (
-                escape.quoted(opts.cookie_name, "cookie_name")
-                if opts.cookie_name
-                else _backend_digest(backend)[:32]
-            )
+            if opts.cookie_name:
+                cookie_name = escape.quoted(opts.cookie_name, "cookie_name")
             secure = (
                 " secure"
-                if policy.termination in (EDGE, REENCRYPT)
-                and policy.insecure_policy != INSECURE_ALLOW
+                if termination in (EDGE, REENCRYPT) and insecure_policy != INSECURE_ALLOW
                 else ""
             )
-            lines.append(f"  cookie {cookie} insert indirect nocache httponly{secure}")
-    lines += _server_lines(policy, backend, config, files)
-    return lines
+            cookie_tail = f" insert indirect nocache httponly{secure}"
+    return _BackendShape(parent, tuple(lines), cookie_name, cookie_tail)
 
 
 def _route_certificate(policy: L7Policy, files: dict[str, bytes]) -> str | None:
