@@ -99,7 +99,17 @@ def path_errors(route: Route) -> list[FieldError]:
     return out
 
 
+# A Service name dns1123_label_errors has nothing to say about (the common case).
+_LABEL_OK_RE = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
+
+
 def _backend_errors(ref: RouteTargetReference, base: str) -> list[FieldError]:
+    if (
+        ref.kind == "Service"
+        and (ref.weight is None or 0 <= ref.weight <= MAX_WEIGHT)
+        and _LABEL_OK_RE.fullmatch(ref.name)
+    ):
+        return []
     out: list[FieldError] = []
     if not ref.name:
         out.append(required(join(base, "name")))

@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shiftnet.api import Endpoints, Route, RouteIngress, RouteIngressCondition, Service, names
-from shiftnet.api.fielderrors import invalid
-from shiftnet.api.route_validation import path_errors
+from shiftnet.api.fielderrors import invalid, required
+from shiftnet.api.route import RouteTargetReference
+from shiftnet.api.route_validation import _backend_errors, path_errors
 from shiftnet.router import model as M
 from shiftnet.router.admission import admit
 from shiftnet.router.annotations import RouteOptions
@@ -329,3 +330,26 @@ def test_admitted_entries_equal_freshly_built_ones() -> None:
         assert decision.ingress.model_fields_set == fresh.model_fields_set
     ingresses = [d.ingress for d in result.decisions.values() if d.ingress is not None]
     assert len({id(i.conditions) for i in ingresses}) == len(ingresses)  # lists never shared
+
+
+@pytest.mark.parametrize(
+    "name", ["s", "svc-1", "-s", "s-", "S", "s_1", "s.1", "", "x" * 63, "x" * 64, "s\n", "é"]
+)
+@pytest.mark.parametrize("kind", ["Service", "Pod"])
+@pytest.mark.parametrize("weight", [None, -1, 0, 256, 257])
+def test_backend_errors_shortcut_agrees_with_the_full_checks(
+    name: str, kind: str, weight: int | None
+) -> None:
+    ref = RouteTargetReference(kind=kind, name=name, weight=weight)
+    expected: list[object] = []
+    if not name:
+        expected.append(required("spec.to.name"))
+    else:
+        expected += [invalid("spec.to.name", name, r) for r in names.dns1123_label_errors(name)[:1]]
+    if kind != "Service":
+        expected.append(invalid("spec.to.kind", kind, "must reference a Service"))
+    if weight is not None and not 0 <= weight <= 256:
+        expected.append(
+            invalid("spec.to.weight", weight, "weight must be an integer between 0 and 256")
+        )
+    assert _backend_errors(ref, "spec.to") == expected
