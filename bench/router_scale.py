@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "src"))
 
-from routerbench import baseline, openshift_cfg, procs, wrk  # noqa: E402
+from routerbench import baseline, lookup_only, openshift_cfg, procs, wrk  # noqa: E402
 from routerbench.http import get, routing_check  # noqa: E402
 from routerbench.responder import Responder  # noqa: E402
 from routerbench.shiftnet_side import (  # noqa: E402
@@ -158,6 +158,7 @@ class Bench:
         row["openshift_render_s"] = round(time.perf_counter() - t0, 3)
         openshift_cfg.write(os_dir, files)
         hp = baseline.PlainHAProxy(os_dir)
+        lk_dir, lk = self.base / f"lk-{workload}-{n}", None
         try:
             row["openshift_check_s"] = round(hp.check(), 2)
             row["openshift_start_s"] = round(hp.start(os_port), 2)
@@ -167,21 +168,45 @@ class Bench:
                     "openshift": f"http://127.0.0.1:{os_port}/",
                     "direct": f"http://{pod_ip(0)}:{self.pod_port}/"}
             tfiles = dict.fromkeys(urls, targets)
+            # HAProxy processes per configuration, for its CPU time per request
+            haproxies = {"shiftnet": str(router.work_dir) + "/", "openshift": str(os_dir) + "/"}
             if ref is not None:  # the smallest size, measured in the same rounds
                 runs["shiftnet_ref"] = []
                 urls["shiftnet_ref"] = f"http://127.0.0.1:{ref[0].http_port}/"
                 tfiles["shiftnet_ref"] = ref[1]
+                haproxies["shiftnet_ref"] = str(ref[0].work_dir) + "/"
+            if n > self.args.sizes[0] and not self.args.no_lookup_only:
+                lk_port = procs.free_port()
+                row["lookup_only_backend"] = await lookup_only.write(
+                    client, lk_dir, lk_port, procs.free_port(), row["shiftnet_maxconn"],
+                    self.nbthread)
+                lk = baseline.PlainHAProxy(lk_dir)
+                lk.start(lk_port)
+                runs["lookup_only"] = []
+                urls["lookup_only"] = f"http://127.0.0.1:{lk_port}/"
+                tfiles["lookup_only"] = targets
+                haproxies["lookup_only"] = str(lk_dir) + "/"
             cpu0, wall0 = procs.cpu_seconds(router.proc.pid), time.monotonic()
             warm: dict[str, list[float]] = {which: [] for which in urls}
+            cpu_us: dict[str, list[float]] = {which: [] for which in haproxies}
             for k in range(self.args.rounds):  # interleaved: the machine is shared and noisy
-                log(f"{workload} N={n}: round {k + 1}/{self.args.rounds} "
-                    f"({', '.join(urls)})")
-                for which, url in urls.items():
+                # The two routers of the lookup ratio run back to back, in turns first,
+                # so a change in the machine's load between runs biases neither.
+                pair = ["shiftnet", "shiftnet_ref"] if k % 2 == 0 else ["shiftnet_ref", "shiftnet"]
+                order = [w for w in pair if w in urls] + [w for w in urls if w not in pair]
+                log(f"{workload} N={n}: round {k + 1}/{self.args.rounds} ({', '.join(order)})")
+                for which in order:
+                    url = urls[which]
                     if self.args.warmup > 0:  # steady state: see --warmup
                         warm[which].append(self.wrk(url, tfiles[which], f"warm-{which}",
                                                     seconds=self.args.warmup)["rps"])
-                    runs[which].append(
-                        self.wrk(url, tfiles[which], f"{which}-{workload}-{n}-{k}"))
+                    pids = procs.haproxy_family(haproxies[which]) if which in haproxies else []
+                    c0 = sum(procs.cpu_seconds(p) for p in pids)
+                    res = self.wrk(url, tfiles[which], f"{which}-{workload}-{n}-{k}")
+                    runs[which].append(res)
+                    if pids and res["requests"]:
+                        used = sum(procs.cpu_seconds(p) for p in pids) - c0
+                        cpu_us[which].append(round(1e6 * used / res["requests"], 1))
             # CPU the router process itself spent while wrk ran (stats polling, syncs):
             # it competes with HAProxy for the same two cores.
             row["router_cpu_share_during_rounds"] = round(
@@ -189,10 +214,17 @@ class Bench:
             for which, rs_ in runs.items():
                 row[which] = combine(rs_)
                 row[which]["warmup_rps"] = warm[which]
+                if cpu_us.get(which):
+                    row[which]["haproxy_cpu_us_per_request"] = cpu_us[which]
+                    row[which]["haproxy_cpu_us_per_request_median"] = round(
+                        statistics.median(cpu_us[which]), 1)
             row["openshift_haproxy_rss_mb"] = round(hp.rss_kb() / 1024, 1)
         finally:
             hp.stop()
             shutil.rmtree(os_dir, ignore_errors=True)
+            if lk is not None:
+                lk.stop()
+            shutil.rmtree(lk_dir, ignore_errors=True)
         row["router_rss_mb"] = round(router.router_rss_kb() / 1024, 1)
         hrss, hcount = router.haproxy_rss_kb()
         row["shiftnet_haproxy_rss_mb"] = round(hrss / 1024, 1)
@@ -204,6 +236,13 @@ class Bench:
         row["shiftnet_over_openshift"] = round(sn / os_, 2) if os_ else None
         if "shiftnet_ref" in row and row["shiftnet_ref"]["rps"]:
             row["shiftnet_over_ref"] = round(sn / row["shiftnet_ref"]["rps"], 2)
+            # the same ratio per round (the two runs back to back), median over rounds
+            row["shiftnet_over_ref_paired"] = round(statistics.median(
+                a / b for a, b in zip(row["shiftnet"]["rounds_rps"],
+                                      row["shiftnet_ref"]["rounds_rps"], strict=True) if b), 2)
+        if "lookup_only" in row and row.get("shiftnet_ref", {}).get("rps"):
+            row["lookup_only_over_ref"] = round(
+                row["lookup_only"]["rps"] / row["shiftnet_ref"]["rps"], 2)
         return row
 
     # ------------------------------------------------------------- workload
@@ -452,6 +491,10 @@ class Bench:
             f"openshift {row['openshift']['rps']:.0f} req/s (errors {row['openshift']['errors']}, "
             f"wrong {row['openshift_wrong']}), direct {row['direct']['rps']:.0f} req/s; "
             f"render cold {row['render']['render_cold_s']}s")
+        for which in ("shiftnet", "shiftnet_ref", "lookup_only", "openshift"):
+            if which in row:
+                log(f"  {which}: rounds {row[which]['rounds_rps']} req/s, HAProxy CPU "
+                    f"{row[which].get('haproxy_cpu_us_per_request', [])} us/request")
 
     def verdicts(self) -> list[tuple[str, str, bool | None]]:
         out: list[tuple[str, str, bool | None]] = []
@@ -462,8 +505,13 @@ class Bench:
             ratio = big.get("shiftnet_over_ref", 0.0)
             a, b = by[(SHARED, lo)]["shiftnet"]["rps"], big["shiftnet"]["rps"]
             apart = b / a if a else 0.0
+            cpu = [by[(SHARED, hi)].get(k, {}).get("haproxy_cpu_us_per_request_median")
+                   for k in ("shiftnet_ref", "shiftnet", "lookup_only")]
             out.append((f"lookup: shared pods, shiftnet req/s at N={hi} / at N={lo} >= 0.9 "
-                        f"(same rounds; runs minutes apart: {apart:.2f})",
+                        f"(same rounds; per-round pairs: {big.get('shiftnet_over_ref_paired')}; "
+                        f"runs minutes apart: {apart:.2f}; HAProxy CPU us/request at "
+                        f"N={lo} / N={hi} / N={hi} one backend: {cpu[0]} / {cpu[1]} / {cpu[2]}; "
+                        f"one backend / N={lo}: {big.get('lookup_only_over_ref')})",
                         f"{ratio:.2f}", ratio >= 0.9))
         if (OWN, hi) in by:
             r = by[(OWN, hi)]["shiftnet_over_openshift"] or 0.0
@@ -536,6 +584,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3,
                    help="interleaved wrk rounds per configuration (median reported)")
     p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--no-lookup-only", action="store_true",
+                   help="skip the diagnostic configuration that serves every route's lookup "
+                        "from one backend (routerbench/lookup_only.py)")
     p.add_argument("--warmup", type=float, default=2.0,
                    help="seconds of unmeasured wrk right before each measured run (0: none). "
                         "HAProxy keeps idle connections per server and purges those unused "
