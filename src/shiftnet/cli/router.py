@@ -49,7 +49,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
+    from shiftnet.heap import limit_heap_growth
 
+    limit_heap_growth()  # big rendered texts come and go: keep them off the heap
     config = RouterConfig.from_args(args)
     if args.metrics_listen:
         metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
