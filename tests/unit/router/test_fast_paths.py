@@ -11,6 +11,7 @@ identical answers, errors included.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 import zlib
@@ -353,3 +354,28 @@ def test_backend_errors_shortcut_agrees_with_the_full_checks(
             invalid("spec.to.weight", weight, "weight must be an integer between 0 and 256")
         )
     assert _backend_errors(ref, "spec.to") == expected
+
+
+@pytest.mark.parametrize("servers", [0, 1, 2])
+@pytest.mark.parametrize("termination", [M.HTTP, M.EDGE, M.REENCRYPT, M.PASSTHROUGH])
+@pytest.mark.parametrize("insecure", [M.INSECURE_NONE, M.INSECURE_ALLOW])
+@pytest.mark.parametrize(
+    "options",
+    [
+        RouteOptions(),
+        RouteOptions(disable_cookies=True),
+        RouteOptions(cookie_name="c%x", balance="source", timeout_ms=1500),
+        RouteOptions(hsts_header="max-age=1;preload", set_forwarded_headers="never"),
+        RouteOptions(pod_concurrent_connections=3),
+    ],
+)
+def test_section_template_agrees_with_the_line_by_line_backend(
+    servers: int, termination: str, insecure: str, options: RouteOptions
+) -> None:
+    policy = _policy(termination, servers, options)
+    policy = dataclasses.replace(policy, insecure_policy=insecure)
+    defaults = R._BackendDefaults("leastconn", "source", "append", 5000)
+    backend = R.backend_name(policy)
+    expected = "\n".join(R._backend(policy, backend, defaults, {})) + "\n\n"
+    assert R._section_text(policy, backend, defaults, {}) == expected
+    assert R._section_text(policy, backend, defaults, {}) == expected  # cached template

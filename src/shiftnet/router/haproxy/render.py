@@ -475,13 +475,24 @@ def _backend(
     return lines
 
 
-class _BackendShape(NamedTuple):
+class _BackendShape:
     """A backend section apart from its name, default cookie name and servers."""
 
-    parent: str  # the defaults section it is ``from``
-    lines: tuple[str, ...]  # from ``mode`` through the HSTS header
-    cookie_name: str | None  # escaped; None: derived from the backend name
-    cookie_tail: str | None  # after the cookie name; None: no sticky cookie
+    __slots__ = ("cookie_name", "cookie_tail", "lines", "parent", "sections")
+
+    def __init__(
+        self,
+        parent: str,
+        lines: tuple[str, ...],
+        cookie_name: str | None,
+        cookie_tail: str | None,
+    ) -> None:
+        self.parent = parent  # the defaults section it is ``from``
+        self.lines = lines  # from ``mode`` through the HSTS header
+        self.cookie_name = cookie_name  # escaped; None: derived from the backend name
+        self.cookie_tail = cookie_tail  # after the cookie name; None: no sticky cookie
+        # Whole-section %-templates by the one pod's slot (None: no pod), see _section_text.
+        self.sections: dict[int | None, str] = {}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -568,6 +579,72 @@ def _backend_shape(
             )
             cookie_tail = f" insert indirect nocache httponly{secure}"
     return _BackendShape(parent, tuple(lines), cookie_name, cookie_tail)
+
+
+def _section_text(
+    policy: L7Policy, backend: str, config: _BackendDefaults, files: dict[str, bytes]
+) -> str:
+    """``"\\n".join(_backend(...)) + "\\n\\n"``: the backend section as the config holds it.
+
+    The usual route (at most one pod, options naming no file or path of its
+    own, not reencrypt) is one cached %-template of its shape filled with the
+    backend name, the cookie name and the pod; every other goes through
+    :func:`_backend`. The template is built from the same shape and slot
+    lines, so both give the same text (``tests/unit/router/test_fast_paths.py``).
+    """
+    opts = policy.options
+    servers = policy.servers
+    termination = policy.termination
+    if (
+        len(servers) > 1
+        or termination == REENCRYPT
+        or opts.ip_allowlist
+        or opts.rewrite_target
+        or opts.pod_concurrent_connections
+        or not isinstance(servers, tuple)
+    ):
+        return "\n".join(_backend(policy, backend, config, files)) + "\n\n"
+    shape = _shared_backend_shape(termination, policy.insecure_policy, opts, config)
+    cookies = shape.cookie_tail is not None  # http mode and cookies not disabled
+    home: int | None = None
+    args: tuple[str | int, ...] = (backend,)
+    if cookies:
+        digest = _backend_digest(backend)
+        base = digest[32:60]
+        if shape.cookie_name is None:
+            args += (digest[:32],)
+        if servers:
+            only = servers[0]
+            slot = zlib.crc32(f"{only.ip}:{only.port}".encode()) % MIN_SLOTS
+            member: tuple[str | int, ...] = (
+                escape.server_address(only.ip, only.port),
+                base,
+                max(0, min(256, int(only.weight))),
+            )
+            args += (base,) * slot + member + (base,) * (MIN_SLOTS - 1 - slot)
+            home = slot
+        else:
+            args += (base,) * MIN_SLOTS
+    elif servers:
+        only = servers[0]
+        home = zlib.crc32(f"{only.ip}:{only.port}".encode()) % MIN_SLOTS
+        args += (escape.server_address(only.ip, only.port), max(0, min(256, int(only.weight))))
+    template = shape.sections.get(home)
+    if template is None:
+        template = shape.sections[home] = _section_template(shape, home)
+    return template % args
+
+
+def _section_template(shape: _BackendShape, home: int | None) -> str:
+    """The %-template :func:`_section_text` fills: name, cookie name, then the slot lines."""
+    lines = [f"backend %s from {shape.parent}"]
+    lines += [line.replace("%", "%%") for line in shape.lines]
+    if shape.cookie_tail is not None:
+        name = "%s" if shape.cookie_name is None else shape.cookie_name.replace("%", "%%")
+        lines.append(f"  cookie {name}{shape.cookie_tail.replace('%', '%%')}")
+    filled = () if home is None else (home,)
+    lines.append(_slot_block(filled, shape.cookie_tail is not None, ""))
+    return "\n".join(lines) + "\n\n"
 
 
 def _route_certificate(policy: L7Policy, files: dict[str, bytes]) -> str | None:
@@ -928,14 +1005,14 @@ def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
     """Render one route. Raises :class:`escape.UnsafeValue` when a value cannot be written."""
     backend = backend_name(policy)
     own_files: dict[str, bytes] = {}
-    text = _backend(policy, backend, defaults, own_files)
+    text = _section_text(policy, backend, defaults, own_files)
     crt = _route_certificate(policy, own_files) if policy.termination != HTTP else None
     staged = _RouteEntries()
     _route_maps(policy, backend, staged)
     members = len(policy.servers)
     return _PolicyParts(
         backend=backend,
-        text="\n".join(text) + "\n\n",
+        text=text,
         entries=tuple(staged.items),
         crt_line=crt,
         files=tuple(sorted(own_files.items())) if own_files else (),
