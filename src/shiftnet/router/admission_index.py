@@ -16,6 +16,7 @@ Pure: no I/O, no clocks.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 
 from shiftnet.api import Namespace, Route
@@ -100,6 +101,20 @@ class AdmissionIndex:
             decisions=dict(sorted(self.decisions.items())),
             admitted=tuple(self.admitted[k] for k in sorted(self.admitted)),
         )
+
+    def refresh(self, route: Route) -> None:
+        """Hold ``route`` instead of an older version that differs only in status.
+
+        Status writes (ours, at 10,000 routes) give every route a new version
+        that decides nothing; keeping the old object would hold a second copy
+        of each route next to the informer's.
+        """
+        key = route_key(route)
+        candidate = self._candidates.get(key)
+        if candidate is not None:
+            self._candidates[key] = dataclasses.replace(candidate, route=route)
+        if key in self.admitted:
+            self.admitted[key] = route
 
     def host_of(self, key: RouteKey) -> str:
         decision = self.decisions.get(key)

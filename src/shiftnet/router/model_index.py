@@ -85,6 +85,12 @@ class ModelIndex:
                 changed[key] = new
         return changed
 
+    def refresh(self, key: RouteKey, route: Route) -> None:
+        """Hold ``route`` instead of an older version with the same spec (status writes)."""
+        entry = self._routes.get(key)
+        if entry is not None:
+            self._routes[key] = (route, entry[1])
+
     def model(self) -> L7Model:
         """Everything as one :class:`L7Model` (sorted; tests and ``describe`` use it)."""
         return L7Model(

@@ -174,7 +174,13 @@ class Router:
             and _status_only(old, new)
             and self._entry_is_current(new)
         ):
-            return  # our own status writes (or another router's) change nothing we serve
+            # Our own status writes (or another router's) change nothing we serve;
+            # the indices drop the older copy of the route.
+            key = route_key(new)
+            if key not in self._changed_routes:
+                self._index.refresh(new)
+                self._models.refresh(key, new)
+            return
         obj = new if new is not None else old
         key = (obj.metadata.namespace or "", obj.metadata.name)
         if isinstance(obj, Route):

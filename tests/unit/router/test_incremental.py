@@ -119,3 +119,19 @@ def test_a_namespace_reset_reports_exactly_the_changed_decisions() -> None:
     assert index.reset([a, b], []) == set()  # nothing moved
     assert index.update({("ns", "a"): None}, {}) >= {("ns", "a"), ("other", "b")}
     assert index.decisions[("other", "b")].admitted  # the older claim is gone
+
+
+def test_refresh_holds_the_newer_status_only_copy() -> None:
+    config = RouterConfig()
+    old = f.route("a", "app.example.com", created="2026-01-01T00:00:00Z")
+    index = AdmissionIndex(config)
+    index.reset([old], [])
+    newer = old.model_copy(deep=True)
+    newer.metadata.resource_version = "7"
+    index.refresh(newer)
+    assert index.admitted[("ns", "a")] is newer
+    assert index.result() == admit([newer], [], config)
+    models = ModelIndex(lambda ns, n: None, lambda ns, n: None)
+    models.update({("ns", "a"): (old, "app.example.com")})
+    models.refresh(("ns", "a"), newer)
+    assert models.update({}, [("ns", "svc")]) == {}  # the rebuilt policy is the same
