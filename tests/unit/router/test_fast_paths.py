@@ -23,7 +23,13 @@ from hypothesis import strategies as st
 from shiftnet.api import Endpoints, Route, RouteIngress, RouteIngressCondition, Service, names
 from shiftnet.api.fielderrors import invalid, required
 from shiftnet.api.route import RouteTargetReference
-from shiftnet.api.route_validation import _backend_errors, path_errors
+from shiftnet.api.route_validation import (
+    ALLOW_NON_DNS_COMPLIANT_HOST,
+    _all_spec_errors,
+    _backend_errors,
+    path_errors,
+    route_spec_errors,
+)
 from shiftnet.router import model as M
 from shiftnet.router.admission import admit
 from shiftnet.router.annotations import RouteOptions
@@ -379,3 +385,31 @@ def test_section_template_agrees_with_the_line_by_line_backend(
     expected = "\n".join(R._backend(policy, backend, defaults, {})) + "\n\n"
     assert R._section_text(policy, backend, defaults, {}) == expected
     assert R._section_text(policy, backend, defaults, {}) == expected  # cached template
+
+
+@pytest.mark.parametrize("host", ["a.com", "", "A.com", "x" * 64 + ".com", "a_b.com", "a.com\n"])
+@pytest.mark.parametrize("path", ["", "/a", "/a b", "a"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"tls": {"termination": "edge"}},
+        {"port": {"targetPort": 0}},
+        {"subdomain": "x_y"},
+        {"wildcardPolicy": "Subdomain"},
+        {"wildcardPolicy": "Bogus"},
+        {"alternateBackends": [{"name": "b", "weight": 300}]},
+        {"to": {"name": "S", "weight": 1}},
+        {"to": {"kind": "Pod", "name": "s"}},
+    ],
+)
+@pytest.mark.parametrize("relaxed", [False, True])
+def test_route_spec_shortcut_agrees_with_every_check(
+    host: str, path: str, extra: dict[str, object], relaxed: bool
+) -> None:
+    spec: dict[str, object] = {"host": host, "path": path, "to": {"name": "s"}, **extra}
+    annotations = {ALLOW_NON_DNS_COMPLIANT_HOST: "true"} if relaxed else {}
+    route = Route.model_validate(
+        {"metadata": {"name": "r", "namespace": "ns", "annotations": annotations}, "spec": spec}
+    )
+    assert route_spec_errors(route) == _all_spec_errors(route)
