@@ -142,8 +142,7 @@ class Bench:
                                "hosts": len({r.host for r in rs}),
                                "request_targets": len(reqs)}
         row["shiftnet_wrong"] = await routing_check(router.http_port, probes)
-        row["render"] = await render_times(client, {"ROUTER_BIND_ADDRESS": "127.0.0.1"},
-                                           router.work_dir)
+        row["render"] = await render_times(router.store_url, router.work_dir)
         live = (router.work_dir / "conf" / "haproxy.cfg").read_text()
         row["shiftnet_maxconn"] = int(live.split("maxconn", 1)[1].split()[0])
         row["shiftnet_config_lines"] = live.count("\n")
