@@ -200,8 +200,9 @@ def _claim_problem(route: Route, host: str, claims: _Claims, config: RouterConfi
         wild = claims.domain_wildcard.get(domain)
         if wild is not None:
             rivals.append(wild)
-        rivals = sorted((r for r in rivals if r.metadata.namespace != ns), key=_age)
+        rivals = [r for r in rivals if r.metadata.namespace != ns]
         if rivals:
+            rivals.sort(key=_age)
             return (
                 f'host "{claim_host}" is owned by namespace "{rivals[0].metadata.namespace}" '
                 f'(route "{_name(rivals[0])}" is older)'
