@@ -135,3 +135,19 @@ def test_label_keys(key: str, ok: bool) -> None:
 )
 def test_label_values(value: str, ok: bool) -> None:
     assert (not names.label_value_errors(value)) is ok
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        names.dns1123_label_errors,
+        names.dns1123_subdomain_errors,
+        names.dns1035_label_errors,
+        names.hostname_errors,
+    ],
+)
+def test_a_trailing_newline_is_not_a_valid_name(check: object) -> None:
+    # "$" also matches before a final newline; the patterns must not accept "a\n".
+    assert check("abc\n")  # type: ignore[operator]
+    assert check("abc.example.com\n")  # type: ignore[operator]
+    assert not check("abc")  # type: ignore[operator]

@@ -48,14 +48,14 @@ QUALIFIED_NAME_MAX = 63
 PORT_NAME_MAX = 15
 
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE = re.compile(f"^{_LABEL}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_DNS1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_PORT_NAME_CHARS_RE = re.compile(r"^[-a-z0-9]+$")
+_DNS1123_LABEL_RE = re.compile(rf"^{_LABEL}\Z")
+_DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_LABEL}(\.{_LABEL})*\Z")
+_DNS1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_PORT_NAME_CHARS_RE = re.compile(r"^[-a-z0-9]+\Z")
 _PORT_NAME_LETTER_RE = re.compile(r"[a-z]")
-_ENV_VAR_RE = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_ENV_VAR_RE = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 
 _DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must be made of lowercase letters, digits or '-', "
