@@ -539,9 +539,13 @@ class Bench:
                         c["failed_requests"] == 0))
         if self.rows:
             big = self.rows[-1]["render"]
-            out.append((f"render {big['routes']} routes < 1 s (cold, admission+model+render)",
-                        f"{big['admit_s'] + big['model_s'] + big['render_cold_s']:.2f}s",
-                        big["admit_s"] + big["model_s"] + big["render_cold_s"] < 1.0))
+            whole = big["admit_s"] + big["model_s"] + big["render_cold_s"]
+            out.append((f"render {big['routes']} routes < 1 s (cold render step, fresh process)",
+                        f"{big['render_cold_s']:.2f}s; warm {big['render_warm_s']:.2f}s",
+                        big["render_cold_s"] < 1.0))
+            out.append((f"whole cold pass {big['routes']} routes < 1 s "
+                        "(admission+model+render; the router does it once, at start)",
+                        f"{whole:.2f}s (runs {big.get('runs_total_s')})", whole < 1.0))
         return out
 
     def table(self) -> str:

@@ -61,6 +61,7 @@ class Assembly:
     def update(self, policies: Mapping[RouteKey, L7Policy | None]) -> dict[RouteKey, str | None]:
         """Apply changed policies (None: removed); returns their backend names (None: none)."""
         out: dict[RouteKey, str | None] = {}
+        bulk = not self.parts and len(policies) > 64  # start-up: maps built once at the end
         for key in sorted(policies):
             self._remove(key)
             policy = policies[key]
@@ -77,8 +78,10 @@ class Assembly:
                 )
                 out[key] = None
                 continue
-            self._add(key, parts)
+            self._add(key, parts, bulk)
             out[key] = parts.backend
+        if bulk:
+            self._rebuild_maps()
         return out
 
     def files(self) -> dict[str, bytes]:
@@ -137,13 +140,26 @@ class Assembly:
             memo_key, r._policy_parts(policy, self._defaults)
         )
 
-    def _add(self, key: RouteKey, parts: r._PolicyParts) -> None:
+    def _add(self, key: RouteKey, parts: r._PolicyParts, bulk: bool = False) -> None:
         self.parts[key] = parts
         self._checked += parts.checked
-        bisect.insort(self._order, key)
+        if self._order and self._order[-1] < key:
+            self._order.append(key)  # keys come sorted: the usual case
+        else:
+            bisect.insort(self._order, key)
         self._sections[key] = parts.text[:-1]  # split_sections leaves the last newline out
-        for map_name, map_key, value, rank in parts.entries:
-            self._want(map_name, map_key, key, (rank, value))
+        if bulk:
+            wants = self._wants
+            for map_name, map_key, value, rank in parts.entries:
+                by_key = wants[map_name]
+                wanting = by_key.get(map_key)
+                if wanting is None:
+                    by_key[map_key] = {key: (rank, value)}
+                else:
+                    wanting[key] = (rank, value)
+        else:
+            for map_name, map_key, value, rank in parts.entries:
+                self._want(map_name, map_key, key, (rank, value))
         if parts.files:
             self._files[key] = parts.files
         if parts.crt_line is not None:
@@ -165,6 +181,16 @@ class Assembly:
         if self._crt.pop(key, None) is not None:
             self._crt_bytes = None
         self._config_bytes = None
+
+    def _rebuild_maps(self) -> None:
+        """Every map's sorted keys and winning lines from ``_wants`` at once (start-up)."""
+        for name, by_key in self._wants.items():
+            self._map_keys[name] = sorted(by_key)
+            self._map_lines[name] = {
+                k: f"{k} {min(w.values())[1] if len(w) > 1 else next(iter(w.values()))[1]}\n"
+                for k, w in by_key.items()
+            }
+            self._dirty_maps.add(name)
 
     def _want(
         self, name: str, map_key: str, key: RouteKey, entry: tuple[_Rank, str] | None
