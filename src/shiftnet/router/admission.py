@@ -33,7 +33,6 @@ from shiftnet.api.names import hostname_errors
 from shiftnet.api.route_validation import extended_tls_errors, route_spec_errors
 from shiftnet.router.annotations import parse_route_options
 from shiftnet.router.config import RouterConfig
-from shiftnet.router.memo import ObjectVersion, RoundMemo, object_version
 
 HOST_ALREADY_CLAIMED = "HostAlreadyClaimed"
 INVALID_HOST = "InvalidHost"
@@ -48,16 +47,39 @@ _SERVED_PATH_RE = re.compile(r"/[\x21-\x22\x24-\x3e\x40-\x7e]{0,2047}")
 RouteKey = tuple[str, str]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decision:
-    """This router's verdict on one in-shard route."""
+    """This router's verdict on one in-shard route (never changed once made).
+
+    Not ``frozen``: a frozen dataclass sets each field through
+    ``object.__setattr__``, a few microseconds per route at 10,000 routes.
+    """
 
     key: RouteKey
     admitted: bool
     host: str  # effective, lowercased ("" when there is none)
     reason: str | None = None
     message: str | None = None
-    ingress: RouteIngress | None = None
+    wildcard_policy: str = "None"
+    router_name: str = ""  # "" for a decision made outside a router (no status entry)
+    canonical_hostname: str | None = None
+
+    @property
+    def ingress(self) -> RouteIngress | None:
+        """The ``status.ingress[]`` entry this verdict asks for, built when asked.
+
+        Only the status writer needs it, beside serving: building 10,000
+        pydantic entries up front would delay the first configuration.
+        """
+        if not self.router_name:
+            return None
+        return RouteIngress(
+            host=self.host or None,
+            router_name=self.router_name,
+            conditions=[_admitted_condition(self.reason, self.message)],
+            wildcard_policy=self.wildcard_policy,
+            router_canonical_hostname=self.canonical_hostname,
+        )
 
 
 @dataclass(frozen=True)
@@ -127,20 +149,6 @@ def _policy_problem(route: Route, host: str, config: RouterConfig) -> str | None
     if config.allowed_domains and not any(_in_domain(host, d) for d in config.allowed_domains):
         return f'host "{host}" is not in an allowed domain'
     return None
-
-
-_VALIDATION: RoundMemo[ObjectVersion, tuple[tuple[str, str] | None]] = RoundMemo()
-
-
-def _validation_problem(route: Route) -> tuple[str, str] | None:
-    """The spec/TLS verdict, memoised per stored version (TLS checks are the costly part)."""
-    version = object_version(route)
-    if version is None:
-        return _check_route(route)
-    cached = _VALIDATION.get(version)
-    if cached is None:
-        cached = _VALIDATION.put(version, (_check_route(route),))
-    return cached[0]
 
 
 def _check_route(route: Route) -> tuple[str, str] | None:
@@ -234,18 +242,6 @@ def _grant(route: Route, host: str, claims: _Claims) -> None:
         claims.tls_by_host.setdefault(claim_host, []).append(route)
 
 
-def _ingress(
-    route: Route, host: str, config: RouterConfig, reason: str | None, message: str | None
-) -> RouteIngress:
-    return RouteIngress(
-        host=host or None,
-        router_name=config.name,
-        conditions=[_admitted_condition(reason, message)],
-        wildcard_policy=route.spec.wildcard_policy or "None",
-        router_canonical_hostname=config.canonical_hostname,
-    )
-
-
 @functools.lru_cache(maxsize=1024)
 def _admitted_condition(reason: str | None, message: str | None) -> RouteIngressCondition:
     """The ``Admitted`` condition, one object per verdict (most routes share "admitted").
@@ -288,7 +284,6 @@ def _admit(
         elif verdict is not None:
             candidates.append(verdict)
     decisions.update(decide_claims(candidates, config))
-    _VALIDATION.end_round()
     return AdmissionResult(
         decisions=dict(sorted(decisions.items())),
         admitted=tuple(
@@ -297,7 +292,7 @@ def _admit(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Candidate:
     """A route that passed every check of its own and now competes for its host."""
 
@@ -312,9 +307,26 @@ class Candidate:
 def _rejection(
     route: Route, host: str, reason: str, message: str, config: RouterConfig
 ) -> Decision:
+    return _decision(route_key(route), route, host, config, reason, message)
+
+
+def _decision(
+    key: RouteKey,
+    route: Route,
+    host: str,
+    config: RouterConfig,
+    reason: str | None,
+    message: str | None,
+) -> Decision:
     return Decision(
-        route_key(route), False, host, reason, message,
-        _ingress(route, host, config, reason, message),
+        key,
+        reason is None,
+        host,
+        reason,
+        message,
+        route.spec.wildcard_policy or "None",
+        config.name,
+        config.canonical_hostname,
     )
 
 
@@ -333,7 +345,7 @@ def precheck(
     if route.spec.host == "" and hostname_errors(host):
         return _rejection(route, host, INVALID_HOST,
                           f'generated host "{host}" is not a valid DNS name', config)
-    problem = _validation_problem(route)
+    problem = _check_route(route)
     if problem is not None:
         return _rejection(route, host, problem[0], problem[1], config)
     if hostname_errors(host):
@@ -372,7 +384,5 @@ def decide_claims(
         _grant(route, host, claims)
         _, warnings = parse_route_options(route.metadata.annotations)
         message = "; ".join(warnings) if warnings else None
-        out[c.key] = Decision(
-            c.key, True, host, None, message, _ingress(route, host, config, None, message)
-        )
+        out[c.key] = _decision(c.key, route, host, config, None, message)
     return out

@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping
 
 from shiftnet.api import Namespace, Route
 from shiftnet.router.admission import (
-    _VALIDATION,
     AdmissionResult,
     Candidate,
     Decision,
@@ -92,7 +91,6 @@ class AdmissionIndex:
             else:
                 group = set().union(*(self._by_host.get(h, set()) for h in hosts))
             decided |= self._decide(group)
-        _VALIDATION.end_round()
         return decided
 
     def result(self) -> AdmissionResult:

@@ -36,7 +36,6 @@ from shiftnet.api import Endpoints, Route, Service
 from shiftnet.api.route import RouteTargetReference
 from shiftnet.router.admission import AdmissionResult, RouteKey, route_key
 from shiftnet.router.annotations import RouteOptions, parse_route_options
-from shiftnet.router.memo import ObjectVersion, RoundMemo, object_version
 
 HTTP = "http"  # a Route without spec.tls
 EDGE = "edge"
@@ -147,7 +146,7 @@ class L7Policy:
     warnings: tuple[str, ...]
 
     def __hash__(self) -> int:
-        # Computed once: the render memo hashes every policy several times a sync.
+        # Computed once: policies are compared and hashed as dict keys more than once.
         cached: int | None = self.__dict__.get("_hash")
         if cached is None:
             cached = hash((self.namespace, self.name, self.rule, self.termination,
@@ -518,60 +517,11 @@ def _build_model(
         namespace = route.metadata.namespace or ""
         for ref in route.backends():
             wanted.add((namespace, ref.name))
-    pools = {key: _pool(key, eps.get(key)) for key in sorted(wanted)}
+    pools = {key: pool_from_endpoints(key[0], key[1], eps.get(key)) for key in sorted(wanted)}
     policies: list[L7Policy] = []
-    for route in sorted(admission.admitted, key=route_key):
+    for route in admission.admitted:  # sorted by key already
         decision = admission.decisions.get(route_key(route))
         host = decision.host if decision is not None else (route.spec.host or "").lower()
-        policies.append(_policy(route, host, pools, svcs))
-    _POOLS.end_round()
-    _POLICIES.end_round()
+        policies.append(build_policy(route, host, pools, svcs))
     return L7Model(policies=tuple(policies), pools=tuple(pools[k] for k in sorted(pools)))
 
-
-def pool_of(key: PoolKey, endpoints: Endpoints | None) -> Pool:
-    """One pool from its Endpoints (memoised): the endpoint fast path's entry point."""
-    return _pool(key, endpoints)
-
-
-def policy_of(
-    route: Route, host: str, pools: Mapping[PoolKey, Pool], services: Mapping[PoolKey, Service]
-) -> L7Policy:
-    """One route's policy over the given pools (memoised), as :func:`build_model` builds it."""
-    return _policy(route, host, pools, services)
-
-
-# Memos (see router/memo.py): keyed by the stored versions of everything used.
-_POOLS: RoundMemo[tuple[PoolKey, ObjectVersion], Pool] = RoundMemo()
-_POLICIES: RoundMemo[tuple[object, ...], L7Policy] = RoundMemo()
-
-
-def _pool(key: PoolKey, endpoints: Endpoints | None) -> Pool:
-    version = object_version(endpoints) if endpoints is not None else None
-    if version is None:
-        return pool_from_endpoints(key[0], key[1], endpoints)
-    memo_key = (key, version)
-    return _POOLS.get(memo_key) or _POOLS.put(
-        memo_key, pool_from_endpoints(key[0], key[1], endpoints)
-    )
-
-
-def _policy(
-    route: Route, host: str, pools: Mapping[PoolKey, Pool], services: Mapping[PoolKey, Service]
-) -> L7Policy:
-    version = object_version(route)
-    if version is None:
-        return build_policy(route, host, pools, services)
-    namespace = route.metadata.namespace or ""
-    used: list[object] = [version, host]
-    for ref in route.backends():
-        key = (namespace, ref.name)
-        service = services.get(key)
-        service_version = object_version(service) if service is not None else None
-        if service is not None and service_version is None:
-            return build_policy(route, host, pools, services)
-        used += [pools[key], service_version]
-    memo_key = tuple(used)
-    return _POLICIES.get(memo_key) or _POLICIES.put(
-        memo_key, build_policy(route, host, pools, services)
-    )

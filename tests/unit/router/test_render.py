@@ -443,25 +443,9 @@ def test_hostile_names_are_encoded_in_backend_names(name: str) -> None:
     assert re.fullmatch(r"be_http:[a-z0-9._:-]+", backend)
 
 
-def test_round_memo_keeps_live_entries_and_drops_stale_ones() -> None:
-    from shiftnet.router.memo import RoundMemo
-
-    memo: RoundMemo[int, str] = RoundMemo(slack=0)
-    for key in range(10):
-        memo.put(key, str(key))
-    memo.end_round()
-    assert len(memo) == 10
-    for round_keys in (range(3), range(3)):
-        for key in round_keys:
-            assert memo.get(key) == str(key)
-        memo.end_round()
-    assert len(memo) == 3 and memo.get(7) is None
-
-
 def test_warm_render_equals_cold_render() -> None:
     routes = [f.route(f"r{i}", f"h{i}.example.com", path="/p" * (i % 3)) for i in range(20)]
     m = build(routes, [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])])
-    r.clear_render_cache()
     cold = render_haproxy(m, CONFIG, PATHS)
     assert render_haproxy(m, CONFIG, PATHS) == cold
     other = dataclasses.replace(CONFIG, load_balance_algorithm="roundrobin")

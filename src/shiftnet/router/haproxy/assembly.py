@@ -33,10 +33,9 @@ _Rank = tuple[int, int, str]
 class Assembly:
     """Per-route rendered parts and the file set they make together."""
 
-    def __init__(self, config: RouterConfig, paths: r.RenderPaths, *, memo: bool = False) -> None:
+    def __init__(self, config: RouterConfig, paths: r.RenderPaths) -> None:
         self.config = config
         self._defaults = r._BackendDefaults.of(config)
-        self._memo = memo  # one-shot full renders share the module memo; a live one needs none
         self._paths = paths
         self._checked = 0  # checked server lines in self.parts: maxconn is fitted to them
         self._head, self.fit = r.fit_head(config, paths, 0)
@@ -69,7 +68,7 @@ class Assembly:
                 out[key] = None
                 continue
             try:
-                parts = self._parts(policy)
+                parts = r._policy_parts(policy, self._defaults)
             except escape.UnsafeValue as err:
                 self.skipped[key] = str(err)
                 log.warning(
@@ -132,14 +131,6 @@ class Assembly:
         return {k: self.parts[k].backend for k in self._order}
 
     # ------------------------------------------------------------ internals
-    def _parts(self, policy: L7Policy) -> r._PolicyParts:
-        if not self._memo:
-            return r._policy_parts(policy, self._defaults)
-        memo_key = (policy, self._defaults)
-        return r._PARTS.get(memo_key) or r._PARTS.put(
-            memo_key, r._policy_parts(policy, self._defaults)
-        )
-
     def _add(self, key: RouteKey, parts: r._PolicyParts, bulk: bool = False) -> None:
         self.parts[key] = parts
         self._checked += parts.checked

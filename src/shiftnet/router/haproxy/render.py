@@ -46,7 +46,6 @@ from shiftnet.router.config import RouterConfig
 from shiftnet.router.durations import format_duration_ms
 from shiftnet.router.haproxy import escape
 from shiftnet.router.haproxy.limits import MaxconnFit, fit_maxconn
-from shiftnet.router.memo import RoundMemo
 from shiftnet.router.model import (
     EDGE,
     HTTP,
@@ -993,14 +992,6 @@ def _spares_text(count: int, defaults: _BackendDefaults) -> str:
 
 
 # One route's parts are rendered again only when the route (or its defaults) changed.
-_PARTS: RoundMemo[tuple[L7Policy, _BackendDefaults], _PolicyParts] = RoundMemo()
-
-
-def clear_render_cache() -> None:
-    """Forget every memoised route rendering (benchmarks measuring a cold render use it)."""
-    _PARTS.clear()
-
-
 def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
     """Render one route. Raises :class:`escape.UnsafeValue` when a value cannot be written."""
     backend = backend_name(policy)
@@ -1020,22 +1011,6 @@ def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
         # (_server_lines), and only then.
         checked=slot_count(members) if members > 1 else 0,
     )
-
-
-def render_backend(
-    policy: L7Policy, config: RouterConfig
-) -> tuple[
-    str, str, tuple[tuple[str, str, str, _Rank], ...], str | None, tuple[tuple[str, bytes], ...]
-]:
-    """One route's ``(backend name, section text, map entries, crt-list line, files)``.
-
-    The endpoint fast path uses it to re-render only the backends of the pools
-    that changed (memoised like a full render's parts).
-    """
-    defaults = _BackendDefaults.of(config)
-    memo_key = (policy, defaults)
-    parts = _PARTS.get(memo_key) or _PARTS.put(memo_key, _policy_parts(policy, defaults))
-    return parts.backend, parts.text, parts.entries, parts.crt_line, parts.files
 
 
 def render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderResult:
@@ -1066,9 +1041,8 @@ def _render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderR
     # One code path for full and incremental renders: an Assembly fed everything.
     from shiftnet.router.haproxy.assembly import Assembly
 
-    assembly = Assembly(config, paths, memo=True)
+    assembly = Assembly(config, paths)
     assembly.update({policy.key: policy for policy in model.policies})
-    _PARTS.end_round()
     return RenderResult(
         files=assembly.files(), backends=assembly.backends, skipped=dict(assembly.skipped),
         fit=assembly.fit,
