@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +236,7 @@ class Router:
         finally:
             self._runner.kick()
 
-    def _advance(self, pools: set[PoolKey] = frozenset()) -> dict[str, str] | None:  # type: ignore[assignment]
+    def _advance(self, pools: Iterable[PoolKey] = ()) -> dict[str, str] | None:
         """Feed the noted changes through admission, model and render (pure, in memory).
 
         Returns the backend sections whose servers alone changed (what the
@@ -249,9 +250,10 @@ class Router:
         self._changed_pools = set()
         if self._reset:
             self._reset = False
-            decided = self._index.reset(self.routes.list(), self.namespaces.list())
+            every_route = self.routes.list()
+            decided = self._index.reset(every_route, self.namespaces.list())
             decided |= routes
-            self._status_dirty |= {route_key(r) for r in self.routes.list()}
+            self._status_dirty |= {route_key(r) for r in every_route}
         else:
             namespaces = {n.metadata.name: n for n in self.namespaces.list()}
             decided = self._index.update({k: self.routes.get(*k) for k in routes}, namespaces)

@@ -85,17 +85,14 @@ class Assembly:
 
     def files(self) -> dict[str, bytes]:
         """The whole file set, sorted by name (maps re-joined only when they changed)."""
-        if self._config_bytes is None or self.fit.checked != self._checked:
-            self._head, self.fit = r.fit_head(self.config, self._paths, self._checked)
-            sections = "".join(self.parts[k].text for k in self._order)
-            self._config_bytes = (self._head + sections + self._spares).encode()
+        config_bytes = self._config()
         if self._crt_bytes is None:
             self._crt_bytes = "".join(sorted(self._crt.values())).encode()
         for name in self._dirty_maps:
             lines = self._map_lines[name]
             self._map_bytes[name] = "".join([lines[k] for k in self._map_keys[name]]).encode()
         self._dirty_maps = set()
-        files: dict[str, bytes] = {r.CONFIG_FILE: self._config_bytes, r.CRT_LIST: self._crt_bytes}
+        files: dict[str, bytes] = {r.CONFIG_FILE: config_bytes, r.CRT_LIST: self._crt_bytes}
         if not self.config.errorfile_503:
             files[r.ERROR_PAGE_503] = r.DEFAULT_503_PAGE
         for own in self._files.values():
@@ -110,9 +107,9 @@ class Assembly:
         kept here (the very same strings as last time for unchanged routes)
         makes that comparison cost microseconds per route.
         """
-        files = self.files()  # the head may have moved with the checked-server count
+        config_bytes = self._config()  # the head may have moved with the checked-server count
         if not self._spares:  # the last route section would keep its final newline
-            return live.split_sections(files[r.CONFIG_FILE].decode())
+            return live.split_sections(config_bytes.decode())
         if self._split_head is None or self._split_head[0] != self._head:
             head, fixed = live.split_sections(self._head + "backend x\n")
             fixed.pop("x", None)
@@ -125,6 +122,14 @@ class Assembly:
             sections[self.parts[key].backend] = text
         sections.update(spares)
         return head, sections
+
+    def _config(self) -> bytes:
+        """``haproxy.cfg``, joined again only after a change (or a new fitted head)."""
+        if self._config_bytes is None or self.fit.checked != self._checked:
+            self._head, self.fit = r.fit_head(self.config, self._paths, self._checked)
+            sections = "".join(self.parts[k].text for k in self._order)
+            self._config_bytes = (self._head + sections + self._spares).encode()
+        return self._config_bytes
 
     @property
     def backends(self) -> dict[RouteKey, str]:

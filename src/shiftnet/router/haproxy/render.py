@@ -416,24 +416,16 @@ def _server_lines(
                 slot_args.append(max(0, min(256, int(slot.weight))))
         return [_slot_block(tuple(filled), cookies, tail) % tuple(slot_args)]
     spare_tail = f"{tail} weight 0 disabled"
+    prefix = " cookie " + _backend_digest(backend)[32:60] if cookies else ""
     lines: list[str] = []
-    if cookies:
-        cookie = " cookie " + _backend_digest(backend)[32:60]
-        for i, server in enumerate(slots):
-            if server is None:
-                lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{i:04x}{spare_tail}")
-            else:
-                addr = escape.server_address(server.ip, server.port)
-                weight = max(0, min(256, int(server.weight)))
-                lines.append(f"  server s{i} {addr}{cookie}{i:04x}{tail} weight {weight}")
-    else:
-        for i, server in enumerate(slots):
-            if server is None:
-                lines.append(f"  server s{i} {SPARE_ADDRESS}{spare_tail}")
-            else:
-                addr = escape.server_address(server.ip, server.port)
-                weight = max(0, min(256, int(server.weight)))
-                lines.append(f"  server s{i} {addr}{tail} weight {weight}")
+    for i, server in enumerate(slots):
+        cookie = f"{prefix}{i:04x}" if cookies else ""
+        if server is None:
+            lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{spare_tail}")
+        else:
+            addr = escape.server_address(server.ip, server.port)
+            weight = max(0, min(256, int(server.weight)))
+            lines.append(f"  server s{i} {addr}{cookie}{tail} weight {weight}")
     return lines
 
 
