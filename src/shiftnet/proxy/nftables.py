@@ -301,15 +301,7 @@ def render_full(table: ServiceTable, config: NftConfig) -> str:
     elements = map_elements(described)
     for mname, head in _map_heads(config):
         out += _map(mname, head, elements.get(mname, []))
-    for d in described:
-        for set_name, body in sorted(d.sets.items()):
-            out.append(f"\tset {set_name} {{ {body} }}")
-    out += _base(config)
-    for n in sorted({d.spread for d in described if d.spread}):
-        out += _chain(*spread_chain(n, config))
-    for d in described:
-        for chain, rules in sorted(d.chains.items()):
-            out += _chain(chain, rules)
+    out += _table_body(described, config)
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -368,15 +360,7 @@ def render_swap(
     out += [f"delete {'map' if s in ours else 'set'} {t} {s}" for s in stale]
     out += [f"delete chain {t} {c}" for c in sorted(set(existing_chains) - keep_chains)]
     out.append(f"table {t} {{")
-    for d in described:
-        for set_name, body in sorted(d.sets.items()):
-            out.append(f"\tset {set_name} {{ {body} }}")
-    out += _base(config)
-    for n in sorted({d.spread for d in described if d.spread}):
-        out += _chain(*spread_chain(n, config))
-    for d in described:
-        for chain, rules in sorted(d.chains.items()):
-            out += _chain(chain, rules)
+    out += _table_body(described, config)
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -453,3 +437,18 @@ def update_pairs(
     pairs += [(describe(o, config), describe(n, config)) for o, n in diff.changed]
     pairs += [(None, describe(e, config)) for e in diff.added]
     return pairs
+
+
+def _table_body(described: Sequence[NftService], config: NftConfig) -> list[str]:
+    """Sets, base chains, spread chains and service chains: what a full and a partial sync share."""
+    out: list[str] = []
+    for d in described:
+        for set_name, body in sorted(d.sets.items()):
+            out.append(f"\tset {set_name} {{ {body} }}")
+    out += _base(config)
+    for n in sorted({d.spread for d in described if d.spread}):
+        out += _chain(*spread_chain(n, config))
+    for d in described:
+        for chain, rules in sorted(d.chains.items()):
+            out += _chain(chain, rules)
+    return out
