@@ -53,6 +53,7 @@ class RouterConfig:
     http_keep_alive_timeout_ms: int = 300_000
     health_check_interval_ms: int = 5_000
     spare_backends: int = 64  # per kind: new routes served through the runtime API
+    share_backends: bool = True  # routes with identical backend sections share one
     hard_stop_after_ms: int = 30_000
     reload_interval_ms: int = 5_000
     stats_port: int = 1936  # 0 = no stats listener
@@ -297,6 +298,8 @@ OPTIONS: tuple[Option, ...] = (
            "HAProxy threads (0 = one per CPU)"),
     Option("spare_backends", "ROUTER_SPARE_BACKENDS", "--spare-backends", _non_negative,
            "spare backends per kind, so new routes need no reload (64)"),
+    Option("share_backends", "ROUTER_SHARE_BACKENDS", "--share-backends", _bool,
+           "routes with the same pods and options share one HAProxy backend (true)"),
     Option("connect_timeout_ms", "ROUTER_DEFAULT_CONNECT_TIMEOUT", "--connect-timeout", _MS,
            "timeout connect (5s)"),
     Option("client_timeout_ms", "ROUTER_DEFAULT_CLIENT_TIMEOUT", "--client-timeout", _MS,

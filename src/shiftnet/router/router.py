@@ -263,18 +263,9 @@ class Router:
             route = self._index.admitted.get(key)
             admitted[key] = (route, self._index.host_of(key)) if route is not None else None
         policies = self._models.update(admitted, pools)
-        before = {k: assembly.parts.get(k) for k in policies}
         assembly.update(policies)
         self._status_dirty |= set(policies)
-        sections: dict[str, str] = {}
-        for key in policies:
-            old, new = before[key], assembly.parts.get(key)
-            if old is None or new is None or (old.backend, old.entries, old.crt_line,
-                                               old.files) != (new.backend, new.entries,
-                                                              new.crt_line, new.files):
-                return None
-            sections[new.backend] = new.text
-        return sections
+        return assembly.runtime_sections()
 
     def _desired_entry(self, key: tuple[str, str], admitted: RouteIngress) -> RouteIngress:
         """Admission's entry, unless the renderer had to leave the route out."""

@@ -76,6 +76,7 @@ def _render(tmp: Path, pods: list[Backend], http_port: int, **config: int) -> st
         threads=1,
         bind_address="127.0.0.1",
         health_check_interval_ms=60_000,
+        share_backends=False,  # every route's checked servers count, as with distinct pods
         **config,  # type: ignore[arg-type]
     )
     routes = [f.route(f"r{i}", f"h{i}.example.com", service=f"s{i}") for i in range(ROUTES)]

@@ -274,10 +274,14 @@ async def test_zero_failed_requests_through_50_reloads(router_env: RouterEnv) ->
         reloads_before = env.router.driver.reloads
         try:
             # One new route per reload (a reload may cover two if they race): go on
-            # until HAProxy has reloaded 50 times under the running client.
+            # until HAProxy has reloaded 50 times under the running client. Each
+            # route's own server timeout gives it a backend of its own that no
+            # spare fits (a route like another would share that one's backend).
             i = 0
             while env.router.driver.reloads - reloads_before < 50 and i < 80:
-                await env.apply(route("demo", f"r{i}", f"r{i}.example.com", "steady"))
+                timeout = {"haproxy.router.openshift.io/timeout": f"{i + 30}s"}
+                await env.apply(route("demo", f"r{i}", f"r{i}.example.com", "steady",
+                                      annotations=timeout))
                 await env.eventually(
                     lambda i=i: _when(env.get(f"r{i}.example.com"), lambda r: r.status == 200)
                 )

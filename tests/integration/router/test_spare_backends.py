@@ -140,8 +140,10 @@ async def _until_tls(env: RouterEnv, host: str):  # type: ignore[no-untyped-def]
 
 async def test_deleted_loaded_route_and_spares_exhausted(slow_reload_env: RouterEnv) -> None:
     env = slow_reload_env
-    with backends("c-1") as (c1,):
+    with backends("c-1", *(f"n-{i}" for i in range(5))) as (c1, *own):
         await env.apply(namespace("demo"), service("demo", "c"), endpoints("demo", "c", [c1]))
+        for i, pod in enumerate(own):  # pods of their own: no backend to share
+            await env.apply(service("demo", f"n{i}"), endpoints("demo", f"n{i}", [pod]))
         await env.apply(route("demo", "loaded", "loaded.example.com", "c"))
         await _until(env, "loaded.example.com", 200)
         await env.router.sync_now()  # the owed reload: the route has its own backend now
@@ -160,7 +162,7 @@ async def test_deleted_loaded_route_and_spares_exhausted(slow_reload_env: Router
             "shiftnet_router_runtime_fallbacks_total", {"reason": "no-spare"}
         ) or 0.0
         for i in range(5):
-            await env.apply(route("demo", f"n{i}", f"n{i}.example.com", "c"))
+            await env.apply(route("demo", f"n{i}", f"n{i}.example.com", f"n{i}"))
         # Four are served by spares at once; the fifth waits for the reload.
         await env.eventually(lambda: _count_served(env, 5, 4))
         assert await _reloads(env) == before
@@ -264,3 +266,73 @@ async def test_router_restarted_while_a_reload_is_owed_reloads_once(
         assert not (env.work_dir / "reload-owed").exists()
         assert env.router.driver.aliases == {}
         assert (await env.get("w.example.com")).backend == "w-1"
+
+
+async def _backend_of(env: RouterEnv, host: str, want: str) -> bool:
+    return (await env.get(host)).backend == want
+
+
+async def test_shared_backend_follows_pods_and_splits_without_reload(
+    slow_reload_env: RouterEnv,
+) -> None:
+    """Routes with the same pods share a backend; a pod change never mixes their traffic."""
+    env = slow_reload_env
+    with backends("p-1", "p-2", "q-1") as (p1, p2, q1):
+        await env.apply(namespace("demo"))
+        for svc in ("s1", "s2"):
+            await env.apply(service("demo", svc), endpoints("demo", svc, [p1]))
+        await env.apply(route("demo", "a", "a.example.com", "s1"),
+                        route("demo", "b", "b.example.com", "s2"))
+        await env.eventually(lambda: _synced_and_served(env, "b.example.com"))
+        assert env.router.driver.aliases == {}
+        cfg = (env.work_dir / "conf" / "haproxy.cfg").read_text()
+        assert "backend be_http:demo:a " in cfg and "backend be_http:demo:b " not in cfg
+        before = await _reloads(env)
+
+        # Both services gain the same pod: the one shared backend gets a server.
+        for svc in ("s1", "s2"):
+            await env.apply(endpoints("demo", svc, [p1, p2]))
+        seen: set[str] = set()
+        t0 = time.monotonic()
+        while seen != {"p-1", "p-2"} and time.monotonic() - t0 < 5:
+            seen.add((await env.get("b.example.com")).backend)
+        assert seen == {"p-1", "p-2"}
+
+        # s2 moves to a pod of its own: b leaves the group (a spare serves it), a stays.
+        await env.apply(endpoints("demo", "s2", [q1]))
+        await env.eventually(lambda: _backend_of(env, "b.example.com", "q-1"))
+        for _ in range(6):
+            assert (await env.get("b.example.com")).backend == "q-1"
+            assert (await env.get("a.example.com")).backend in ("p-1", "p-2")
+        assert env.router.driver.aliases == {"be_http:demo:b": "be_spare_http:0"}
+        assert await _reloads(env) == before
+
+        # The first route goes: b's backend was already its own; a answers 503.
+        await env.delete(Route, "demo", "a")
+        await _until(env, "a.example.com", 503)
+        assert (await env.get("b.example.com")).backend == "q-1"
+        assert await _reloads(env) == before
+
+
+async def test_shared_backend_outlives_the_route_it_was_named_after(
+    slow_reload_env: RouterEnv,
+) -> None:
+    env = slow_reload_env
+    with backends("p-1") as (p1,):
+        await env.apply(namespace("demo"), service("demo", "s"), endpoints("demo", "s", [p1]))
+        await env.apply(route("demo", "x", "x.example.com", "s"),
+                        route("demo", "y", "y.example.com", "s"),
+                        route("demo", "z", "z.example.com", "s"))
+        await env.eventually(lambda: _synced_and_served(env, "z.example.com"))
+        before = await _reloads(env)
+        # x named the shared backend; y and z move to y's name, served by a spare at once.
+        await env.delete(Route, "demo", "x")
+        await _until(env, "x.example.com", 503)
+        for host in ("y.example.com", "z.example.com"):
+            assert (await env.get(host)).backend == "p-1"
+        assert env.router.driver.aliases == {"be_http:demo:y": "be_spare_http:0"}
+        assert await _reloads(env) == before
+        await env.router.driver.flush()  # the owed reload renders y's backend for both
+        assert env.router.driver.aliases == {}
+        for host in ("y.example.com", "z.example.com"):
+            assert (await env.get(host)).backend == "p-1"

@@ -13,7 +13,7 @@ from shiftnet.router.haproxy.render import RenderPaths, render_haproxy
 from shiftnet.router.model import build_model
 
 CONFIG = RouterConfig(http_port=8080, https_port=8443, max_connections=2000, threads=2,
-                      spare_backends=2)
+                      spare_backends=2, share_backends=False)  # a backend per route
 PATHS = RenderPaths(run_dir="/run/x", default_certificate="/etc/default.pem")
 EPS = [f.endpoints("svc", ["10.0.0.1"]), f.endpoints("other", ["10.0.0.9", "10.0.0.8"])]
 

@@ -23,6 +23,7 @@ CONFIG = RouterConfig(
     allow_wildcard_routes=True,
     max_connections=2000,
     threads=2,
+    share_backends=False,  # these tests read one backend per route (test_shared_backends.py)
 )
 PATHS = RenderPaths(run_dir="/var/run/shiftnet", default_certificate="/etc/shiftnet/default.pem")
 

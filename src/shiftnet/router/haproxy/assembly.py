@@ -10,6 +10,14 @@ route path; then the route name) and re-joins only the maps it touched.
 at once, so a full render and a sequence of updates give byte-identical
 files (``tests/unit/router/test_assembly.py``).
 
+Routes whose backend sections would differ only in their names (same pods,
+same options: ``render.section_key``) share one HAProxy backend, named after
+the first of them by route key (``ROUTER_SHARE_BACKENDS``). HAProxy's cost
+per request grows with its backend and server count (``docs/performance.md``,
+"Lookup cost"), and each backend keeps its own idle server connections; a
+backend per *distinct* section keeps what the routes need and no more. A
+route alone in its group renders exactly as without sharing.
+
 Pure: no I/O, no clocks.
 """
 
@@ -18,6 +26,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from shiftnet.router.admission import RouteKey
 from shiftnet.router.config import RouterConfig
@@ -26,6 +35,13 @@ from shiftnet.router.haproxy import render as r
 from shiftnet.router.model import L7Policy
 
 log = logging.getLogger(__name__)
+
+
+class _Change(NamedTuple):
+    """What the last update did: the sections it changed, and whether anything else changed."""
+
+    sections: dict[str, str]
+    other: bool
 
 _Rank = tuple[int, int, str]
 
@@ -56,16 +72,24 @@ class Assembly:
         self._config_bytes: bytes | None = None
         self._crt_bytes: bytes | None = None
         self._split_head: tuple[str, str, dict[str, str], dict[str, str]] | None = None
+        self._share = config.share_backends
+        self._group_of: dict[RouteKey, r.SectionKey] = {}  # shareable routes only
+        self._groups: dict[r.SectionKey, list[RouteKey]] = {}  # sorted: the first one serves
+        self._served: dict[RouteKey, str] = {}  # route -> the backend its map entries name
+        self._last: _Change = _Change({}, False)
 
     def update(self, policies: Mapping[RouteKey, L7Policy | None]) -> dict[RouteKey, str | None]:
-        """Apply changed policies (None: removed); returns their backend names (None: none)."""
-        out: dict[RouteKey, str | None] = {}
+        """Apply changed policies (None: removed); returns the backend serving each (None: none)."""
         bulk = not self.parts and len(policies) > 64  # start-up: maps built once at the end
+        before = {k: (self._served.get(k), self.parts.get(k)) for k in policies}
+        regrouped = False
+        touched: set[r.SectionKey] = set()
         for key in sorted(policies):
-            self._remove(key)
+            left = self._remove(key)
+            if left is not None:
+                touched.add(left)
             policy = policies[key]
             if policy is None:
-                out[key] = None
                 continue
             try:
                 parts = r._policy_parts(policy, self._defaults)
@@ -75,13 +99,66 @@ class Assembly:
                     "route skipped in haproxy configuration route=%s/%s reason=%r",
                     policy.namespace, policy.name, str(err),
                 )
-                out[key] = None
                 continue
-            self._add(key, parts, bulk)
-            out[key] = parts.backend
+            self.parts[key] = parts
+            group = r.section_key(policy) if self._share else None
+            if group is None:
+                self._serve(key, parts.backend, bulk)
+                continue
+            self._group_of[key] = group
+            members = self._groups.get(group)
+            if members is None:
+                self._groups[group] = [key]
+            elif members[-1] < key:
+                members.append(key)  # keys come sorted: the usual case
+            else:
+                bisect.insort(members, key)
+            touched.add(group)
+        for group in touched:
+            members = self._groups.get(group)
+            if members is None:
+                continue
+            backend = self.parts[members[0]].backend
+            for member in members:
+                if self._served.get(member) != backend:
+                    if member in self._served:
+                        self._unserve(member)
+                    if member not in policies:
+                        regrouped = True
+                    self._serve(member, backend, bulk)
         if bulk:
+            self._order.sort()
             self._rebuild_maps()
-        return out
+        self._last = self._change(before, regrouped)
+        return {k: self._served.get(k) for k in policies}
+
+    def runtime_sections(self) -> dict[str, str] | None:
+        """The last update's changed sections, when nothing else changed (None otherwise).
+
+        Only then can the runtime API serve the update at once (new servers of
+        existing backends) without the full plan: no map entry, crt-list
+        line, file or backend came or went.
+        """
+        return None if self._last.other else self._last.sections
+
+    def _change(
+        self,
+        before: dict[RouteKey, tuple[str | None, r._PolicyParts | None]],
+        regrouped: bool,
+    ) -> _Change:
+        sections: dict[str, str] = {}
+        other = regrouped
+        for key, (served, old) in before.items():
+            new = self.parts.get(key)
+            if other:
+                break
+            if old is None or new is None or served != self._served.get(key) or (
+                old.backend, old.entries, old.crt_line, old.files
+            ) != (new.backend, new.entries, new.crt_line, new.files):
+                other = True
+            elif served == new.backend:  # it holds the section its routes share
+                sections[served] = new.text
+        return _Change({} if other else sections, other)
 
     def files(self) -> dict[str, bytes]:
         """The whole file set, sorted by name (maps re-joined only when they changed)."""
@@ -133,29 +210,36 @@ class Assembly:
 
     @property
     def backends(self) -> dict[RouteKey, str]:
-        return {k: self.parts[k].backend for k in self._order}
+        """The backend serving each rendered route (shared ones name the same backend)."""
+        return {k: self._served[k] for k in sorted(self._served)}
 
     # ------------------------------------------------------------ internals
-    def _add(self, key: RouteKey, parts: r._PolicyParts, bulk: bool = False) -> None:
-        self.parts[key] = parts
-        self._checked += parts.checked
-        if self._order and self._order[-1] < key:
-            self._order.append(key)  # keys come sorted: the usual case
-        else:
-            bisect.insort(self._order, key)
-        self._sections[key] = parts.text[:-1]  # split_sections leaves the last newline out
+    def _serve(self, key: RouteKey, backend: str, bulk: bool = False) -> None:
+        """Route ``key``'s map entries name ``backend``; its own, if so, joins the config."""
+        parts = self.parts[key]
+        own = parts.backend
+        self._served[key] = backend
+        if backend == own:
+            self._checked += parts.checked
+            if bulk or (self._order and self._order[-1] < key):
+                self._order.append(key)  # keys come sorted (bulk: sorted once at the end)
+            else:
+                bisect.insort(self._order, key)
+            self._sections[key] = parts.text[:-1]  # split_sections leaves the last newline out
+        entries = parts.entries
         if bulk:
             wants = self._wants
-            for map_name, map_key, value, rank in parts.entries:
+            for map_name, map_key, value, rank in entries:
                 by_key = wants[map_name]
+                entry = (rank, backend if value == own else value)
                 wanting = by_key.get(map_key)
                 if wanting is None:
-                    by_key[map_key] = {key: (rank, value)}
+                    by_key[map_key] = {key: entry}
                 else:
-                    wanting[key] = (rank, value)
+                    wanting[key] = entry
         else:
-            for map_name, map_key, value, rank in parts.entries:
-                self._want(map_name, map_key, key, (rank, value))
+            for map_name, map_key, value, rank in entries:
+                self._want(map_name, map_key, key, (rank, backend if value == own else value))
         if parts.files:
             self._files[key] = parts.files
         if parts.crt_line is not None:
@@ -163,20 +247,33 @@ class Assembly:
             self._crt_bytes = None
         self._config_bytes = None
 
-    def _remove(self, key: RouteKey) -> None:
-        self.skipped.pop(key, None)
-        parts = self.parts.pop(key, None)
-        if parts is None:
-            return
-        self._checked -= parts.checked
-        del self._order[bisect.bisect_left(self._order, key)]
-        del self._sections[key]
+    def _unserve(self, key: RouteKey) -> None:
+        parts = self.parts[key]
+        if self._served.pop(key) == parts.backend:
+            self._checked -= parts.checked
+            del self._order[bisect.bisect_left(self._order, key)]
+            del self._sections[key]
         for map_name, map_key, _, _ in parts.entries:
             self._want(map_name, map_key, key, None)
         self._files.pop(key, None)
         if self._crt.pop(key, None) is not None:
             self._crt_bytes = None
         self._config_bytes = None
+
+    def _remove(self, key: RouteKey) -> r.SectionKey | None:
+        """Forget route ``key``; returns the group it left, which :meth:`update` settles."""
+        self.skipped.pop(key, None)
+        if key in self._served:
+            self._unserve(key)
+        self.parts.pop(key, None)
+        group = self._group_of.pop(key, None)
+        if group is not None:
+            members = self._groups[group]
+            del members[bisect.bisect_left(members, key)]
+            if not members:
+                del self._groups[group]
+                return None
+        return group
 
     def _rebuild_maps(self) -> None:
         """Every map's sorted keys and winning lines from ``_wants`` at once (start-up)."""

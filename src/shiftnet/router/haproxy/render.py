@@ -983,6 +983,33 @@ def _spares_text(count: int, defaults: _BackendDefaults) -> str:
     return text
 
 
+SectionKey = tuple[str, str, RouteOptions, tuple[tuple[str, int, int], ...]]
+
+
+def section_key(policy: L7Policy) -> SectionKey | None:
+    """What the route's backend section says apart from its name; None: it names its route.
+
+    Routes with equal keys render byte-identical sections but for the backend
+    name and the cookie names derived from it (:func:`_backend_shape`,
+    :func:`_server_lines`), so one HAProxy backend can serve them all. An
+    allowlist file, a rewritten path or a destination CA file belongs to one
+    route, so those routes keep a backend of their own.
+    """
+    opts = policy.options
+    if opts.ip_allowlist or opts.rewrite_target:
+        return None
+    tls = policy.tls
+    if policy.termination == REENCRYPT and tls is not None and tls.destination_ca_certificate:
+        return None
+    servers = policy.servers
+    if len(servers) == 1:
+        only = servers[0]
+        members: tuple[tuple[str, int, int], ...] = ((only.ip, only.port, only.weight),)
+    else:
+        members = tuple((s.ip, s.port, s.weight) for s in sorted(servers, key=_server_order))
+    return (policy.termination, policy.insecure_policy, opts, members)
+
+
 # One route's parts are rendered again only when the route (or its defaults) changed.
 def _policy_parts(policy: L7Policy, defaults: _BackendDefaults) -> _PolicyParts:
     """Render one route. Raises :class:`escape.UnsafeValue` when a value cannot be written."""
