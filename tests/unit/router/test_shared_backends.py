@@ -167,3 +167,16 @@ def test_a_route_whose_pods_change_alone_leaves_the_group() -> None:
     assert assembly.files() == r.render_haproxy(
         build_model(admit([a, b], [], CONFIG), moved), CONFIG, PATHS
     )
+
+
+def test_routes_without_pods_keep_their_own_backends() -> None:
+    """So a first ready pod is one ``set server`` on the route's own backend."""
+    a, b = f.route("a", "a.test", service="s1"), f.route("b", "b.test", service="s2")
+    eps = [f.endpoints("s1", []), f.endpoints("s2", [])]
+    assembly = Assembly(CONFIG, PATHS)
+    assembly.update(_policies([a, b], eps))
+    assert assembly.backends == {route_key(a): "be_http:ns:a", route_key(b): "be_http:ns:b"}
+    ready = [f.endpoints("s1", ["10.0.0.1"]), eps[1]]
+    assembly.update({route_key(a): _policies([a, b], ready)[route_key(a)]})
+    sections = assembly.runtime_sections()
+    assert sections is not None and list(sections) == ["be_http:ns:a"]

@@ -993,15 +993,17 @@ def section_key(policy: L7Policy) -> SectionKey | None:
     name and the cookie names derived from it (:func:`_backend_shape`,
     :func:`_server_lines`), so one HAProxy backend can serve them all. An
     allowlist file, a rewritten path or a destination CA file belongs to one
-    route, so those routes keep a backend of their own.
+    route, so those routes keep a backend of their own. So does a route
+    without pods: its first pod then fills a slot of its own backend through
+    the runtime API, instead of moving the route to another backend.
     """
     opts = policy.options
-    if opts.ip_allowlist or opts.rewrite_target:
+    servers = policy.servers
+    if not servers or opts.ip_allowlist or opts.rewrite_target:
         return None
     tls = policy.tls
     if policy.termination == REENCRYPT and tls is not None and tls.destination_ca_certificate:
         return None
-    servers = policy.servers
     if len(servers) == 1:
         only = servers[0]
         members: tuple[tuple[str, int, int], ...] = ((only.ip, only.port, only.weight),)
