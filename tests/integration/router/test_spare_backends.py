@@ -60,6 +60,15 @@ async def _synced_and_served(env: RouterEnv, host: str) -> bool:
     return await _status(env, host) == 200
 
 
+async def _serves_all(env: RouterEnv, host: str, pods: set[str], path: str = "/") -> bool:
+    """Within 5 s, requests to ``host`` reached every pod of ``pods``."""
+    seen: set[str] = set()
+    t0 = time.monotonic()
+    while seen != pods and time.monotonic() - t0 < 5:
+        seen.add((await env.get(host, path)).backend)
+    return seen == pods
+
+
 async def _true(value: bool) -> bool:
     return value
 
@@ -92,11 +101,7 @@ async def test_route_add_change_delete_without_reload(slow_reload_env: RouterEnv
 
         # Endpoints of an aliased route change: the spare's slots follow.
         await env.apply(endpoints("demo", "a", [a1, a2]))
-        seen: set[str] = set()
-        t0 = time.monotonic()
-        while seen != {"a-1", "a-2"} and time.monotonic() - t0 < 5:
-            seen.add((await env.get("a.example.com", "/foo")).backend)
-        assert seen == {"a-1", "a-2"}
+        assert await _serves_all(env, "a.example.com", {"a-1", "a-2"}, "/foo")
 
         # Changing the route's host moves its map entries.
         await env.apply(route("demo", "ra", "moved.example.com", "a", path="/foo"))
@@ -187,11 +192,7 @@ async def test_one_pod_to_two_without_reload(slow_reload_env: RouterEnv) -> None
         await env.eventually(lambda: _synced_and_served(env, "h.example.com"))
         before = await _reloads(env)
         await env.apply(endpoints("demo", "h", [h1, h2]))
-        seen: set[str] = set()
-        t0 = time.monotonic()
-        while seen != {"h-1", "h-2"} and time.monotonic() - t0 < 5:
-            seen.add((await env.get("h.example.com")).backend)
-        assert seen == {"h-1", "h-2"}
+        assert await _serves_all(env, "h.example.com", {"h-1", "h-2"})
         await env.apply(endpoints("demo", "h", [h2]))
         await env.eventually(lambda: _only(env, "h-2"))
         assert await _reloads(env) == before
@@ -292,11 +293,7 @@ async def test_shared_backend_follows_pods_and_splits_without_reload(
         # Both services gain the same pod: the one shared backend gets a server.
         for svc in ("s1", "s2"):
             await env.apply(endpoints("demo", svc, [p1, p2]))
-        seen: set[str] = set()
-        t0 = time.monotonic()
-        while seen != {"p-1", "p-2"} and time.monotonic() - t0 < 5:
-            seen.add((await env.get("b.example.com")).backend)
-        assert seen == {"p-1", "p-2"}
+        assert await _serves_all(env, "b.example.com", {"p-1", "p-2"})
 
         # s2 moves to a pod of its own: b leaves the group (a spare serves it), a stays.
         await env.apply(endpoints("demo", "s2", [q1]))
