@@ -81,56 +81,80 @@ class Assembly:
     def update(self, policies: Mapping[RouteKey, L7Policy | None]) -> dict[RouteKey, str | None]:
         """Apply changed policies (None: removed); returns the backend serving each (None: none)."""
         bulk = not self.parts and len(policies) > 64  # start-up: maps built once at the end
+        if bulk:
+            self._add_all(policies)
+            return {k: self._served.get(k) for k in policies}
         before = {k: (self._served.get(k), self.parts.get(k)) for k in policies}
-        regrouped = False
         touched: set[r.SectionKey] = set()
         for key in sorted(policies):
             left = self._remove(key)
             if left is not None:
                 touched.add(left)
-            policy = policies[key]
-            if policy is None:
-                continue
-            try:
-                parts = r._policy_parts(policy, self._defaults)
-            except escape.UnsafeValue as err:
-                self.skipped[key] = str(err)
-                log.warning(
-                    "route skipped in haproxy configuration route=%s/%s reason=%r",
-                    policy.namespace, policy.name, str(err),
-                )
-                continue
-            self.parts[key] = parts
-            group = r.section_key(policy) if self._share else None
-            if group is None:
-                self._serve(key, parts.backend, bulk)
-                continue
-            self._group_of[key] = group
-            members = self._groups.get(group)
-            if members is None:
-                self._groups[group] = [key]
-            elif members[-1] < key:
-                members.append(key)  # keys come sorted: the usual case
-            else:
-                bisect.insort(members, key)
-            touched.add(group)
+            group = self._render_one(key, policies[key], bulk=False)
+            if group is not None:
+                touched.add(group)
+        regrouped = False
         for group in touched:
             members = self._groups.get(group)
-            if members is None:
-                continue
-            backend = self.parts[members[0]].backend
-            for member in members:
-                if self._served.get(member) != backend:
-                    if member in self._served:
-                        self._unserve(member)
-                    if member not in policies:
-                        regrouped = True
-                    self._serve(member, backend, bulk)
-        if bulk:
-            self._order.sort()
-            self._rebuild_maps()
+            if members is not None:
+                regrouped |= self._serve_group(members, policies, bulk=False)
         self._last = self._change(before, regrouped)
         return {k: self._served.get(k) for k in policies}
+
+    def _add_all(self, policies: Mapping[RouteKey, L7Policy | None]) -> None:
+        """:meth:`update` of an empty assembly: groups settled and maps built once, at the end."""
+        for key in sorted(policies):
+            self.skipped.pop(key, None)  # routes all skipped before leave no parts
+            self._render_one(key, policies[key], bulk=True)
+        for members in self._groups.values():
+            self._serve_group(members, policies, bulk=True)
+        self._order.sort()
+        self._rebuild_maps()
+        self._last = _Change({}, True)
+
+    def _render_one(
+        self, key: RouteKey, policy: L7Policy | None, bulk: bool
+    ) -> r.SectionKey | None:
+        """Render route ``key``; serve it now unless it joins a group (returned)."""
+        if policy is None:
+            return None
+        try:
+            parts = r._policy_parts(policy, self._defaults)
+        except escape.UnsafeValue as err:
+            self.skipped[key] = str(err)
+            log.warning(
+                "route skipped in haproxy configuration route=%s/%s reason=%r",
+                policy.namespace, policy.name, str(err),
+            )
+            return None
+        self.parts[key] = parts
+        group = r.section_key(policy) if self._share else None
+        if group is None:
+            self._serve(key, parts.backend, bulk)
+            return None
+        self._group_of[key] = group
+        members = self._groups.get(group)
+        if members is None:
+            self._groups[group] = [key]
+        elif members[-1] < key:
+            members.append(key)  # keys come sorted: the usual case
+        else:
+            bisect.insort(members, key)
+        return group
+
+    def _serve_group(
+        self, members: list[RouteKey], changed: Mapping[RouteKey, object], bulk: bool
+    ) -> bool:
+        """Point every member at the first one's backend; True when an unchanged one moved."""
+        backend = self.parts[members[0]].backend
+        moved = False
+        for member in members:
+            if self._served.get(member) != backend:
+                if member in self._served:
+                    self._unserve(member)
+                moved |= member not in changed
+                self._serve(member, backend, bulk)
+        return moved
 
     def runtime_sections(self) -> dict[str, str] | None:
         """The last update's changed sections, when nothing else changed (None otherwise).
