@@ -589,8 +589,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="route counts, ascending (default 10,1000,10000)")
     p.add_argument("--workloads", default=f"{SHARED},{OWN}")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="interleaved wrk rounds per configuration (median reported)")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="interleaved wrk rounds per configuration (median reported; 5: per-round "
+                   "noise on this machine is ±20 %%, the lookup target is 10 %%)")
     p.add_argument("--connections", type=int, default=64)
     p.add_argument("--no-lookup-only", action="store_true",
                    help="skip the diagnostic configuration that serves every route's lookup "
