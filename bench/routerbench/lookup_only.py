@@ -2,13 +2,15 @@
 
 Why: issue 5's lookup target assumes that with shared pods "only the route
 lookup differs" between 10 and 10,000 routes. With one HAProxy backend per
-route (OpenShift's layout, and shiftnet's) that is not so: the traffic is
-also spread over 10,000 backends, servers and idle-connection pools. This
-configuration keeps everything the lookup touches at N routes (the same
-maps with the same keys, the same 10,000 backends in HAProxy's name tree)
-but serves every request from the first route's backend, so comparing it
-with the real router separates the cost of the lookup from the cost of
-spreading requests over N backends. A diagnostic, never the target's number.
+route (OpenShift's layout, and shiftnet's with ``ROUTER_SHARE_BACKENDS=false``)
+that is not so: the traffic is also spread over 10,000 backends, servers and
+idle-connection pools. This configuration keeps everything the lookup touches
+at N routes (the same maps with the same keys, the same backends in HAProxy's
+name tree) but serves every request from the first route's backend, so
+comparing it with the real router separates the cost of the lookup from the
+cost of spreading requests over N backends. With shared backends (the
+default) the shared workload's routes already share one backend, and the two
+measure the same thing. A diagnostic, never the target's number.
 """
 
 from __future__ import annotations

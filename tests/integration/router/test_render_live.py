@@ -1,7 +1,7 @@
 """The rendered configuration routes real requests as the router issue says.
 
 Renders admitted routes straight into a real HAProxy (no driver): host and
-path lookups through the exact/prefix maps, wildcards, edge / passthrough /
+path lookups through the longest-prefix maps, wildcards, edge / passthrough /
 reencrypt by SNI, insecure policies, weights and rewrite-target, against
 backends on loopback that answer with their names.
 """

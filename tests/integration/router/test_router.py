@@ -468,5 +468,5 @@ async def test_route_host_and_path_change_without_reload(router_env: RouterEnv) 
         assert env.router.driver.reloads == reloads
         assert (await env.router.driver.process.wait_status(5)).reloads == master_reloads
         # The files on disk say the same as the running HAProxy.
-        exact = (env.work_dir / "conf" / "os_http_exact.map").read_text()
-        assert "new.example.com/b" in exact and "old.example.com" not in exact
+        prefix = (env.work_dir / "conf" / "os_http_prefix.map").read_text()
+        assert "new.example.com/b/" in prefix and "old.example.com" not in prefix

@@ -34,7 +34,6 @@ def test_new_route_takes_a_spare_and_its_map_entries_point_there() -> None:
     assert p.state.aliases == {"be_http:ns:b": "be_spare_http:0"}
     assert not p.state.clean and p.deferred == {}
     joined = "\n".join(p.commands)
-    assert "add map os_http_exact.map b.example.com/x be_spare_http:0" in joined
     assert "add map os_http_prefix.map b.example.com/x/ be_spare_http:0" in joined
     assert "set server be_spare_http:0/" in joined and "10.0.0.9" in joined
     assert "be_http:ns:b" not in joined

@@ -94,25 +94,23 @@ def test_host_and_path_keys() -> None:
             f.route("slash", "www.example.com", path="/foo/bar/"),
         ]
     )
-    assert map_entries(out, r.HTTP_EXACT_MAP) == {
-        "www.example.com/foo": "be_http:ns:foo",
-        "www.example.com/foo/bar": "be_http:ns:slash",
-    }
     assert map_entries(out, r.HTTP_PREFIX_MAP) == {
         "www.example.com/": "be_http:ns:root",
         "www.example.com/foo/": "be_http:ns:foo",
         "www.example.com/foo/bar/": "be_http:ns:slash",
     }
-    assert out[r.TLS_EXACT_MAP] == out[r.TLS_PREFIX_MAP] == ""
+    assert out[r.TLS_PREFIX_MAP] == out[r.TLS_WILDCARD_PREFIX_MAP] == ""
 
 
-def test_prefix_keys_never_match_a_longer_segment() -> None:
-    # /foo's prefix key ends in "/", so a request key "host/foobar" cannot start with it.
-    exact, prefix = r.lookup_keys("h.example.com", "/foo")
-    assert exact == "h.example.com/foo" and prefix == "h.example.com/foo/"
-    assert not "h.example.com/foobar".startswith(prefix)
-    assert r.lookup_keys("h.example.com", "/") == (None, "h.example.com/")
-    assert r.lookup_keys("h.example.com", "") == (None, "h.example.com/")
+def test_keys_match_the_path_and_below_but_never_a_longer_segment() -> None:
+    # Keys and request keys both end in "/": "host/foo/" is a prefix of the request
+    # keys of /foo ("host/foo/") and /foo/x ("host/foo/x/"), not of /foobar's.
+    key = r.lookup_key("h.example.com", "/foo")
+    assert key == "h.example.com/foo/" == r.lookup_key("h.example.com", "/foo//")
+    assert "h.example.com/foo/".startswith(key) and "h.example.com/foo/x/".startswith(key)
+    assert not "h.example.com/foobar/".startswith(key)
+    assert r.lookup_key("h.example.com", "/") == r.lookup_key("h.example.com", "")
+    assert r.lookup_key("h.example.com", "") == "h.example.com/"
 
 
 def test_same_normalized_path_longer_raw_path_wins() -> None:
@@ -127,9 +125,8 @@ def test_same_normalized_path_longer_raw_path_wins() -> None:
 
 def test_wildcard_routes_use_the_wildcard_maps_only() -> None:
     out = files([f.route("w", "any.apps.example.com", wildcard=True, path="/api")])
-    assert map_entries(out, r.HTTP_WILDCARD_EXACT_MAP) == {"apps.example.com/api": "be_http:ns:w"}
     assert map_entries(out, r.HTTP_WILDCARD_PREFIX_MAP) == {"apps.example.com/api/": "be_http:ns:w"}
-    assert out[r.HTTP_EXACT_MAP] == out[r.HTTP_PREFIX_MAP] == ""
+    assert out[r.HTTP_PREFIX_MAP] == ""
 
 
 def test_tls_maps_and_insecure_policies() -> None:

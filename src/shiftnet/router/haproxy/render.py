@@ -8,19 +8,19 @@ runtime API (see the contract in ``docs/router.md``).
 
 Lookups do not grow with the route count (issue 5). No ``map_reg``:
 
-* a request's key is ``<host><path>``: the Host header lowercased with its
-  port cut, then the path (no query);
-* ``*_exact.map`` holds ``<host><path>`` for every route path (trailing ``/``
-  removed) and is looked up with ``map_str`` (a tree);
-* ``*_prefix.map`` holds ``<host><path>/`` (``<host>/`` for a route without
-  path) and is looked up with ``map_beg``, which HAProxy indexes in a prefix
-  tree and answers with the longest matching key. So ``/foo`` serves
-  ``/foo`` (exact) and ``/foo/...`` (prefix ``/foo/``) but never ``/foobar``,
-  and the longest route path wins. Keys carry the host, so the paths of one
-  host are only ever compared with each other;
+* a request's key is ``<host><path>/``: the Host header lowercased with its
+  port cut, then the path (no query), then one ``/``;
+* ``*_prefix.map`` holds ``<host><path>/`` for every route (its path without
+  trailing ``/``; ``<host>/`` for a route without path) and is looked up
+  with ``map_beg``, which HAProxy indexes in a prefix tree and answers with
+  the longest matching key. The ``/`` the request key ends with makes one
+  lookup serve both rules: ``/foo`` (key ``/foo/``) and ``/foo/...`` match
+  the route ``/foo``, ``/foobar`` (``/foobar/``) does not, and the longest
+  route path wins. Keys carry the host, so the paths of one host are only
+  ever compared with each other;
 * wildcard routes (``*.example.com``) live in ``*_wildcard_*.map`` keyed by
   the parent domain; they are consulted only when no exact host matched, with
-  the request host's first label cut by one ``regsub``.
+  the request host's first label cut by one ``regsub``, looked up the same way.
 
 Every value that comes from a route, a Service, Endpoints or the
 configuration goes through :mod:`shiftnet.router.haproxy.escape`. A route
@@ -67,22 +67,18 @@ ERROR_PAGE_503 = "error-page-503.http"
 CRT_LIST = "crt-list.txt"
 
 # HTTP port lookups (routes served in clear: plain HTTP, edge/reencrypt Allow or Redirect).
-HTTP_EXACT_MAP = "os_http_exact.map"
 HTTP_PREFIX_MAP = "os_http_prefix.map"
-HTTP_WILDCARD_EXACT_MAP = "os_http_wildcard_exact.map"
 HTTP_WILDCARD_PREFIX_MAP = "os_http_wildcard_prefix.map"
 # Lookups after TLS termination (edge and reencrypt routes), in ``fe_sni``.
-TLS_EXACT_MAP = "os_tls_exact.map"
 TLS_PREFIX_MAP = "os_tls_prefix.map"
-TLS_WILDCARD_EXACT_MAP = "os_tls_wildcard_exact.map"
 TLS_WILDCARD_PREFIX_MAP = "os_tls_wildcard_prefix.map"
 # SNI lookups on the HTTPS port.
 SNI_PASSTHROUGH_MAP = "os_sni_passthrough.map"
 SNI_PASSTHROUGH_WILDCARD_MAP = "os_sni_passthrough_wildcard.map"
 SNI_TERMINATE_MAP = "os_sni_terminate.map"  # exact hosts of edge/reencrypt routes
 
-HTTP_MAPS = (HTTP_EXACT_MAP, HTTP_PREFIX_MAP, HTTP_WILDCARD_EXACT_MAP, HTTP_WILDCARD_PREFIX_MAP)
-TLS_MAPS = (TLS_EXACT_MAP, TLS_PREFIX_MAP, TLS_WILDCARD_EXACT_MAP, TLS_WILDCARD_PREFIX_MAP)
+HTTP_MAPS = (HTTP_PREFIX_MAP, HTTP_WILDCARD_PREFIX_MAP)
+TLS_MAPS = (TLS_PREFIX_MAP, TLS_WILDCARD_PREFIX_MAP)
 ALL_MAPS = (
     *HTTP_MAPS,
     *TLS_MAPS,
@@ -236,12 +232,9 @@ def _norm_path(path: str) -> str:
     return path.rstrip("/")
 
 
-def lookup_keys(host_or_domain: str, path: str) -> tuple[str | None, str]:
-    """``(exact key or None, prefix key)`` for a rule; see the module docstring."""
-    norm = _norm_path(path)
-    exact = escape.map_key(host_or_domain + norm) if norm else None
-    prefix = escape.map_key(host_or_domain + norm + "/")
-    return exact, prefix
+def lookup_key(host_or_domain: str, path: str) -> str:
+    """A rule's map key, ``<host><path>/``; see the module docstring."""
+    return escape.map_key(host_or_domain + _norm_path(path) + "/")
 
 
 _Rank = tuple[int, int, str]  # (-len(normalized path), -len(path), "ns/name"): smaller wins
@@ -692,30 +685,16 @@ def _route_maps(policy: L7Policy, backend: str, maps: _EntrySink) -> None:
         else escape.hostname(rule.host, "spec.host")
     )
     tls_terminated = termination in (EDGE, REENCRYPT)
-    # Keys are checked by maps.put, the exact key before the prefix key in either
-    # group, so an unwritable path is reported by the same key as ever.
-    if termination != PASSTHROUGH:
-        exact = where + norm if norm else None
-        prefix = where + norm + "/"
+    key = where + norm + "/"  # a passthrough route has no path: where + "/"
     # The HTTP port: plain routes and Allow are served, Redirect answers 302, None is absent.
     insecure = policy.insecure_policy
     if insecure != INSECURE_NONE and (
         termination != PASSTHROUGH or insecure == INSECURE_REDIRECT
     ):
         value = REDIRECT_BACKEND if insecure == INSECURE_REDIRECT else backend
-        if termination == PASSTHROUGH:  # no path: only the host's prefix key
-            maps.put(HTTP_WILDCARD_PREFIX_MAP if wildcard else HTTP_PREFIX_MAP, where + "/",
-                     value, rank)
-        else:
-            if exact is not None:
-                maps.put(HTTP_WILDCARD_EXACT_MAP if wildcard else HTTP_EXACT_MAP, exact,
-                         value, rank)
-            maps.put(HTTP_WILDCARD_PREFIX_MAP if wildcard else HTTP_PREFIX_MAP, prefix,
-                     value, rank)
+        maps.put(HTTP_WILDCARD_PREFIX_MAP if wildcard else HTTP_PREFIX_MAP, key, value, rank)
     if tls_terminated:
-        if exact is not None:
-            maps.put(TLS_WILDCARD_EXACT_MAP if wildcard else TLS_EXACT_MAP, exact, backend, rank)
-        maps.put(TLS_WILDCARD_PREFIX_MAP if wildcard else TLS_PREFIX_MAP, prefix, backend, rank)
+        maps.put(TLS_WILDCARD_PREFIX_MAP if wildcard else TLS_PREFIX_MAP, key, backend, rank)
         if not wildcard:
             maps.put(SNI_TERMINATE_MAP, where, "1", rank)
     elif termination == PASSTHROUGH:
@@ -730,19 +709,16 @@ def _bind(config: RouterConfig, port: int) -> str:
     return escape.bind_address(config.bind_address, port, "ROUTER_BIND_ADDRESS")
 
 
-def _lookup_block(maps: tuple[str, str, str, str]) -> list[str]:
-    exact, prefix, wild_exact, wild_prefix = (escape.quoted(m) for m in maps)
+def _lookup_block(maps: tuple[str, str]) -> list[str]:
+    """One longest-prefix lookup by host and path, then one by parent domain (wildcards)."""
+    prefix, wild_prefix = (escape.quoted(m) for m in maps)
     return [
         "  http-request set-var(txn.host) req.hdr(host),field(1,:),lower",
         "  http-request set-var(txn.path) path",
-        "  http-request set-var(txn.key) var(txn.host),concat(,txn.path,)",
-        f"  http-request set-var(txn.be) var(txn.key),map_str({exact})",
-        f"  http-request set-var(txn.be) var(txn.key),map_beg({prefix})"
-        " if !{ var(txn.be) -m found }",
-        "  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,)"
+        "  http-request set-var(txn.key) var(txn.host),concat(,txn.path,/)",
+        f"  http-request set-var(txn.be) var(txn.key),map_beg({prefix})",
+        "  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,/)"
         " if !{ var(txn.be) -m found } { var(txn.host) -m sub . }",
-        f"  http-request set-var(txn.be) var(txn.wkey),map_str({wild_exact})"
-        " if !{ var(txn.be) -m found } { var(txn.wkey) -m found }",
         f"  http-request set-var(txn.be) var(txn.wkey),map_beg({wild_prefix})"
         " if !{ var(txn.be) -m found } { var(txn.wkey) -m found }",
         "  use_backend %[var(txn.be)] if { var(txn.be) -m found }",
