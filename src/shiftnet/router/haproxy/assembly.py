@@ -58,7 +58,7 @@ class Assembly:
         self._spares = r._spares_text(config.spare_backends, self._defaults)
         self.parts: dict[RouteKey, r._PolicyParts] = {}
         self.skipped: dict[RouteKey, str] = {}
-        self._order: list[RouteKey] = []  # keys of self.parts, sorted
+        self._order: list[RouteKey] = []  # routes whose own section is rendered, sorted
         self._wants: dict[str, dict[str, dict[RouteKey, tuple[_Rank, str]]]] = {
             m: {} for m in r.ALL_MAPS
         }
