@@ -36,14 +36,14 @@ from shiftnet.router.model import L7Policy
 
 log = logging.getLogger(__name__)
 
+_Rank = tuple[int, int, str]
+
 
 class _Change(NamedTuple):
     """What the last update did: the sections it changed, and whether anything else changed."""
 
     sections: dict[str, str]
     other: bool
-
-_Rank = tuple[int, int, str]
 
 
 class Assembly:
@@ -170,19 +170,18 @@ class Assembly:
         before: dict[RouteKey, tuple[str | None, r._PolicyParts | None]],
         regrouped: bool,
     ) -> _Change:
+        if regrouped:
+            return _Change({}, True)
         sections: dict[str, str] = {}
-        other = regrouped
         for key, (served, old) in before.items():
             new = self.parts.get(key)
-            if other:
-                break
             if old is None or new is None or served != self._served.get(key) or (
                 old.backend, old.entries, old.crt_line, old.files
             ) != (new.backend, new.entries, new.crt_line, new.files):
-                other = True
-            elif served == new.backend:  # it holds the section its routes share
+                return _Change({}, True)
+            if served == new.backend:  # it holds the section its routes share
                 sections[served] = new.text
-        return _Change({} if other else sections, other)
+        return _Change(sections, False)
 
     def files(self) -> dict[str, bytes]:
         """The whole file set, sorted by name (maps re-joined only when they changed)."""

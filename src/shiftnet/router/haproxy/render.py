@@ -193,7 +193,7 @@ def _slot_servers(servers: Iterable[Server]) -> list[Server | None]:
     count = slot_count(len(ordered))
     taken: list[Server | None] = [None] * count
     for server in ordered:
-        index = zlib.crc32(f"{server.ip}:{server.port}".encode()) % count
+        index = home_slot(server, count)
         while taken[index] is not None:
             index = (index + 1) % count
         taken[index] = server
@@ -204,6 +204,11 @@ def _server_order(s: Server) -> tuple[str, int, str]:
     return (s.ip, s.port, s.pool)
 
 
+def _weight(server: Server) -> int:
+    """The server's weight as HAProxy takes it (0-256)."""
+    return max(0, min(256, int(server.weight)))
+
+
 def slot_layout(backend: str, servers: Iterable[Server]) -> tuple[Slot, ...]:
     """Which slot each server takes: its address hashed into the slots, probing onwards.
 
@@ -212,16 +217,11 @@ def slot_layout(backend: str, servers: Iterable[Server]) -> tuple[Slot, ...]:
     move), so sticky cookies mostly survive and the runtime API touches few
     slots. The cookie value belongs to the slot, not to the pod.
     """
-    ordered = sorted(servers, key=lambda s: (s.ip, s.port, s.pool))
-    count = slot_count(len(ordered))
-    taken: list[Server | None] = [None] * count
-    for server in ordered:
-        index = home_slot(server, count)
-        while taken[index] is not None:
-            index = (index + 1) % count
-        taken[index] = server
     base = _backend_digest(backend)[32:60]
-    return tuple(Slot(name=f"s{i}", server=s, cookie=f"{base}{i:04x}") for i, s in enumerate(taken))
+    return tuple(
+        Slot(name=f"s{i}", server=s, cookie=f"{base}{i:04x}")
+        for i, s in enumerate(_slot_servers(servers))
+    )
 
 
 # ------------------------------------------------------------------ lookup keys
@@ -385,12 +385,8 @@ def _server_lines(
         if not servers:
             return [_slot_block((), cookies, tail) % (spare * MIN_SLOTS)]
         only = servers[0]
-        home = zlib.crc32(f"{only.ip}:{only.port}".encode()) % MIN_SLOTS
-        member = (
-            escape.server_address(only.ip, only.port),
-            *spare,
-            max(0, min(256, int(only.weight))),
-        )
+        home = home_slot(only, MIN_SLOTS)
+        member = (escape.server_address(only.ip, only.port), *spare, _weight(only))
         args = spare * home + member + spare * (MIN_SLOTS - 1 - home)
         return [_slot_block((home,), cookies, tail) % args]
     slots = _slot_servers(servers)
@@ -406,7 +402,7 @@ def _server_lines(
             if cookies:
                 slot_args.append(base)
             if slot is not None:
-                slot_args.append(max(0, min(256, int(slot.weight))))
+                slot_args.append(_weight(slot))
         return [_slot_block(tuple(filled), cookies, tail) % tuple(slot_args)]
     spare_tail = f"{tail} weight 0 disabled"
     prefix = " cookie " + _backend_digest(backend)[32:60] if cookies else ""
@@ -417,8 +413,7 @@ def _server_lines(
             lines.append(f"  server s{i} {SPARE_ADDRESS}{cookie}{spare_tail}")
         else:
             addr = escape.server_address(server.ip, server.port)
-            weight = max(0, min(256, int(server.weight)))
-            lines.append(f"  server s{i} {addr}{cookie}{tail} weight {weight}")
+            lines.append(f"  server s{i} {addr}{cookie}{tail} weight {_weight(server)}")
     return lines
 
 
@@ -599,11 +594,9 @@ def _section_text(
             args += (digest[:32],)
         if servers:
             only = servers[0]
-            slot = zlib.crc32(f"{only.ip}:{only.port}".encode()) % MIN_SLOTS
+            slot = home_slot(only, MIN_SLOTS)
             member: tuple[str | int, ...] = (
-                escape.server_address(only.ip, only.port),
-                base,
-                max(0, min(256, int(only.weight))),
+                escape.server_address(only.ip, only.port), base, _weight(only)
             )
             args += (base,) * slot + member + (base,) * (MIN_SLOTS - 1 - slot)
             home = slot
@@ -611,8 +604,8 @@ def _section_text(
             args += (base,) * MIN_SLOTS
     elif servers:
         only = servers[0]
-        home = zlib.crc32(f"{only.ip}:{only.port}".encode()) % MIN_SLOTS
-        args += (escape.server_address(only.ip, only.port), max(0, min(256, int(only.weight))))
+        home = home_slot(only, MIN_SLOTS)
+        args += (escape.server_address(only.ip, only.port), _weight(only))
     template = shape.sections.get(home)
     if template is None:
         template = shape.sections[home] = _section_template(shape, home)
