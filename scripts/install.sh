@@ -4,7 +4,9 @@
 #
 # Shared by setup-and-run and setup-and-test. Quick when already done: apt is
 # skipped when every package is installed, pip when .venv was built from the
-# same pyproject.toml (its sha256 is kept in .venv/.shiftnet-install-stamp).
+# same pyproject.toml and constraints.txt (their sha256 is kept in
+# .venv/.shiftnet-install-stamp). Python packages come at the exact versions of
+# constraints.txt (scripts/lock-dependencies rewrites it).
 #
 # Environment: PYTHON (default python3), SHIFTNET_SKIP_APT=1 to never call apt.
 set -euo pipefail
@@ -82,14 +84,14 @@ install_venv() {
     "$PYTHON" -m venv "$VENV"
   fi
   local want have=""
-  want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+  want="$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -d' ' -f1)"
   [[ -f "$STAMP" ]] && have="$(cat "$STAMP")"
   if [[ "$want" == "$have" && -x "$VENV/bin/shiftnet" && -x "$VENV/bin/pytest" ]]; then
-    say "Python packages: up to date (.venv matches pyproject.toml)"
+    say "Python packages: up to date (.venv matches pyproject.toml and constraints.txt)"
     return
   fi
   say "installing shiftnet and its test tools into $VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" -e "$ROOT[test]"
   printf '%s\n' "$want" >"$STAMP"
 }
 

@@ -43,3 +43,23 @@ def test_seed_examples_are_valid() -> None:
     objects = decode_documents(read_manifests([str(ROOT / "examples" / "seeds")]), None)
     routes = sorted(f"{o.namespace}/{o.name}" for o in objects if o.KIND == "Route")
     assert routes == ["mynamespace/test", "sit/sitjenkins.com.cn"]
+
+
+def test_python_packages_install_from_the_lock() -> None:
+    """Every set-up installs pinned versions: pip runs with constraints.txt, and the
+    lock pins each requirement of pyproject.toml (so a fresh machine gets what CI tested)."""
+    import tomllib
+
+    install = (ROOT / "scripts" / "install.sh").read_text()
+    assert '-c "$ROOT/constraints.txt"' in install
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not pinned with =="
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["test"]
+    for requirement in wanted:
+        name = re.split(r"[<>=!~\[ ]", requirement, maxsplit=1)[0]
+        assert re.sub(r"[-_.]+", "-", name).lower() in pins, f"{name} is not in constraints.txt"
