@@ -14,6 +14,7 @@ process's lock never blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from typing import Any, TypeVar, cast
 
 from shiftnet.api.selectors import parse_selector
 from shiftnet.errors import AlreadyExists, Conflict, Expired, NotFound, StoreUnavailable
+from shiftnet.private_files import PRIVATE_FILE_MODE, ensure_private_dir, tighten_private_file
 from shiftnet.store.base import EventType, ListResult, WatchEvent
 from shiftnet.store.meta import key_of, prepare_create, prepare_update, with_revision
 
@@ -56,6 +58,25 @@ def path_from_url(url: str) -> str:
     return rest if rest else "state.db"
 
 
+def _prepare_private_db(path: str) -> None:
+    """Create the database file 0600 before SQLite opens it; tighten an older, looser one.
+
+    The store holds every Route's TLS key. SQLite gives the ``-wal`` and
+    ``-shm`` files it creates later the mode of the database file, so a 0600
+    database keeps them private too. A missing parent directory is created
+    0700; an existing one keeps its mode (it may be the user's own choice).
+    """
+    if path == ":memory:":
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        ensure_private_dir(parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    for name in (path, path + "-wal", path + "-shm", path + "-journal"):
+        tighten_private_file(name)
+
+
 class SqliteStore:
     def __init__(self, url: str) -> None:
         self.url = url
@@ -72,9 +93,8 @@ class SqliteStore:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            parent = os.path.dirname(os.path.abspath(self.path))
             try:
-                os.makedirs(parent, exist_ok=True)
+                _prepare_private_db(self.path)
                 conn = sqlite3.connect(
                     self.path, timeout=30.0, isolation_level=None, check_same_thread=False
                 )
