@@ -1,0 +1,1 @@
+"""The Kubernetes REST API over the store: discovery, OpenAPI, verbs, watch, patch, Tables."""
