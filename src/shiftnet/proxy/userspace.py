@@ -52,13 +52,20 @@ class UserspaceConfig:
 
 
 class _Half(asyncio.Protocol):
-    """One side of a relayed connection; writes what it reads to its peer."""
+    """One side of a relayed connection; writes what it reads to its peer.
+
+    A FIN from one side becomes a ``write_eof`` on the other (half-close: the
+    other direction keeps flowing). Once both sides have sent their FIN the
+    connection is over and both transports are closed; a reset or error on
+    one side closes the other. Nothing else owns these sockets, so a path
+    that forgets to close them leaks two descriptors per connection.
+    """
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.peer: _Half | None = None
         self.pending: list[bytes] = []
-        self.eof = False
+        self.eof = False  # our socket has sent its FIN
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -74,16 +81,23 @@ class _Half(asyncio.Protocol):
         if peer is None or peer.transport is None:
             self.pending.append(data)
             return
-        peer.transport.write(data)
+        if not peer.transport.is_closing():
+            peer.transport.write(data)
 
     def eof_received(self) -> bool:
-        peer = self.peer
-        if peer is None or peer.transport is None:
-            self.eof = True
-            return True
+        self.eof = True
+        if self.peer is not None and self.peer.transport is not None:
+            self._pass_eof(self.peer)
+        return True  # keep our write side open: half-close
+
+    def _pass_eof(self, peer: _Half) -> None:
+        """Forward our FIN to ``peer``; when it has sent its own, the connection is over."""
+        assert peer.transport is not None and self.transport is not None
         if peer.transport.can_write_eof() and not peer.transport.is_closing():
             peer.transport.write_eof()
-        return True  # keep our write side open: half-close
+        if peer.eof:
+            self.transport.close()  # both flush what they still buffer, then close
+            peer.transport.close()
 
     def pause_writing(self) -> None:
         if self.peer is not None and self.peer.transport is not None:
@@ -96,6 +110,7 @@ class _Half(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.pending.clear()
         if self.peer is not None and self.peer.transport is not None:
             self.peer.transport.close()
 
@@ -106,8 +121,8 @@ class _Half(asyncio.Protocol):
         for chunk in self.pending:
             peer.transport.write(chunk)
         self.pending.clear()
-        if self.eof and peer.transport.can_write_eof():
-            peer.transport.write_eof()
+        if self.eof:
+            self._pass_eof(peer)
 
 
 class _ClientSide(_Half):
