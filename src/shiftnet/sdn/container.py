@@ -33,6 +33,15 @@ def now_rfc3339() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _seconds_since(rfc3339: str) -> float:
+    """Age of a ``startedAt`` stamp; 0 when it cannot be read."""
+    try:
+        then = _dt.datetime.strptime(rfc3339, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_dt.UTC)
+    except ValueError:
+        return 0.0
+    return max((_dt.datetime.now(_dt.UTC) - then).total_seconds(), 0.0)
+
+
 def should_restart(policy: str, exit_code: int) -> bool:
     """restartPolicy: Always restarts every exit, OnFailure non-zero exits, Never none."""
     if policy == "Always":
@@ -83,12 +92,18 @@ class ContainerRunner:
         container: Container,
         on_change: Callable[[], None],
         adopt: ContainerRecord | None = None,
+        ready_hint: bool = False,
     ) -> None:
+        """``ready_hint`` is the readiness the store last reported for this container: an
+        adopted process keeps it until its probes say otherwise (a restarted agent must
+        not take a serving pod out of its Services)."""
         self.ctx = ctx
         self.container = container
         self.name = container.name
         self._on_change = on_change
         self._adopt = adopt
+        self._ready_hint = ready_hint
+        self._age_at_adoption = 0.0  # seconds the adopted process ran before this agent
         self.restart_count = adopt.restart_count if adopt else 0
         self.ready = False
         self.started_once = adopt is not None
@@ -143,8 +158,11 @@ class ContainerRunner:
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        # Adopt now, not in the task: the status written right after start() must
+        # already show the adopted process running (and ready, when it was).
+        adopted = self._take_adopted()
         self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"container {self.ctx.namespace}/{self.ctx.name}/{self.name}"
+            self._run(adopted), name=f"container {self.ctx.namespace}/{self.ctx.name}/{self.name}"
         )
 
     async def stop(self, grace: float, kill: bool = True) -> None:
@@ -169,9 +187,9 @@ class ContainerRunner:
         if kill:
             remove_record(self.pid_path)
 
-    async def _run(self) -> None:
+    async def _run(self, adopted: PodProcess | None) -> None:
         while not self._stopping:
-            proc = self._take_adopted() or self._spawn()
+            proc, adopted = adopted or self._spawn(), None
             if proc is None:
                 code = START_ERROR_EXIT
                 ran_for = 0.0
@@ -186,6 +204,7 @@ class ContainerRunner:
                 proc.signal_group(signal.SIGKILL)  # children of a dead main process
                 remove_record(self.pid_path)
                 self.ready = False
+                self._age_at_adoption = 0.0  # the next process starts its own delays
                 self.exit_code = code
                 reason = "Completed" if code == 0 else "Error"
                 self.state = {
@@ -246,6 +265,8 @@ class ContainerRunner:
         )
         self.process = proc
         self.state = {"running": {"startedAt": rec.started_at}}
+        self.ready = self._ready_hint
+        self._age_at_adoption = _seconds_since(rec.started_at)
         self._changed()
         return proc
 
@@ -315,6 +336,11 @@ class ContainerRunner:
         return proc
 
     # ------------------------------------------------------------ readiness
+    def _initial_delay(self, seconds: int) -> float:
+        """initialDelaySeconds counts from the container's start, which for an adopted
+        process was before this agent."""
+        return max(float(seconds) - self._age_at_adoption, 0.0)
+
     async def _cancel_probe(self) -> None:
         task, self._probe_task = self._probe_task, None
         if task is not None:
@@ -334,7 +360,7 @@ class ContainerRunner:
             return
         failures = 0
         threshold = max(probe.failure_threshold, 1)
-        await asyncio.sleep(max(probe.initial_delay_seconds, 0))
+        await asyncio.sleep(self._initial_delay(probe.initial_delay_seconds))
         period = float(max(probe.period_seconds, 1))
         while True:
             result = await run_probe(
@@ -360,11 +386,11 @@ class ContainerRunner:
             self.ready = True
             self._changed()
             return
-        tracker = ProbeTracker(probe)
+        tracker = ProbeTracker(probe, ready=self.ready)  # True only for an adopted ready one
         kind = metrics.probe_kind(
             probe.tcp_socket is not None, probe.http_get is not None, probe.exec_ is not None
         )
-        await asyncio.sleep(max(probe.initial_delay_seconds, 0))
+        await asyncio.sleep(self._initial_delay(probe.initial_delay_seconds))
         period = float(max(probe.period_seconds, 1))
         while True:
             result = await run_probe(

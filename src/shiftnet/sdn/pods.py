@@ -78,6 +78,20 @@ def working_dir(pod: Pod, container_workdir: str | None, fallback: Path) -> str:
     return str(base)
 
 
+def last_readiness(pod: Pod) -> dict[str, bool]:
+    """Each container's readiness as the store last reported it: what an adopted
+    process keeps until its probes say otherwise. Empty unless the pod was Running
+    (a pod its agent stopped is Pending), so nothing is assumed about it."""
+    if pod.status.phase != "Running":
+        return {}
+    return {cs.name: cs.ready for cs in pod.status.container_statuses}
+
+
+def _ready_transition(pod: Pod) -> str | None:
+    ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
+    return ready.last_transition_time if ready is not None else None
+
+
 def _bound(
     command: Callable[[str, str, list[str]], list[str]] | None, namespace: str, name: str
 ) -> Callable[[list[str]], list[str]] | None:
@@ -112,10 +126,11 @@ class PodRunner:
         )
         self.pod_dir = run_dir(config.node_dir, self.uid)
         self.pod_dir.mkdir(parents=True, exist_ok=True)
-        self._ready = False
-        self._ready_since = self.start_time
-        self._on_change = on_change
         adopt = adopt or {}
+        hints = last_readiness(pod) if adopt and pod.status.pod_ip == pod_ip else {}
+        self._ready = bool(hints) and all(hints.get(c.name, False) for c in pod.spec.containers)
+        self._ready_since = (_ready_transition(pod) if hints else None) or self.start_time
+        self._on_change = on_change
         dns_env: dict[str, str] = {}
         if config.dns_server is not None:
             dns_env = write_pod_resolv_conf(
@@ -143,7 +158,10 @@ class PodRunner:
                 extra_env=dns_env,
                 command=_bound(command, self.namespace, self.name),
             )
-            self.containers.append(ContainerRunner(ctx, c, self._changed, adopt.get(c.name)))
+            record = adopt.get(c.name)
+            self.containers.append(
+                ContainerRunner(ctx, c, self._changed, record, ready_hint=hints.get(c.name, False))
+            )
 
     def _changed(self) -> None:
         ready = all(c.ready for c in self.containers) and bool(self.containers)

@@ -173,12 +173,13 @@ async def run_probe(
 class ProbeTracker:
     """Consecutive-result thresholds: ready after successThreshold successes in a
     row, not ready after failureThreshold failures in a row (kubelet semantics;
-    a container starts not ready)."""
+    a new container starts not ready, an adopted one keeps its last known
+    readiness until the probes say otherwise)."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, ready: bool = False) -> None:
         self.success_threshold = max(probe.success_threshold, 1)
         self.failure_threshold = max(probe.failure_threshold, 1)
-        self.ready = False
+        self.ready = ready
         self._successes = 0
         self._failures = 0
         self.last_message = ""
