@@ -134,6 +134,15 @@ class _ClientSide(_Half):
         super().connection_made(transport)
         self.service.connections.add(self)
         self.connecting = asyncio.get_running_loop().create_task(self.service.connect(self))
+        self.connecting.add_done_callback(self._connect_done)
+
+    def _connect_done(self, task: asyncio.Task[None]) -> None:
+        """A connect that ended in an error we did not expect must not leave a paused client."""
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("relay setup failed service=%s error=%r", self.service.entry.id, task.exception())
+        if self.transport is not None:
+            self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.service.connections.discard(self)
@@ -188,13 +197,14 @@ class TCPService:
                 tried.add(backend)
                 backend = self._next_untried(client_ip, backend, tried)
                 continue
-            if client.closed:
+            if client.closed:  # the client left while we connected
                 assert half.transport is not None
                 half.transport.close()
                 return
             half.attach(client)
             client.attach(half)
-            client.transport.resume_reading()
+            if not client.transport.is_closing():
+                client.transport.resume_reading()
             return
         if not client.closed:
             CLIENT_FAILURES.inc()
@@ -207,6 +217,14 @@ class TCPService:
             if candidate not in tried:
                 return candidate
         return None
+
+    def close_connections(self) -> None:
+        """Close every relayed connection (the proxy is stopping)."""
+        for client in list(self.connections):
+            if client.transport is not None:
+                client.transport.close()
+            if client.peer is not None and client.peer.transport is not None:
+                client.peer.transport.close()
 
     async def close(self) -> None:
         """Stop accepting; connections already relayed keep going."""
@@ -229,9 +247,13 @@ class _UDPSession(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
         self.last = time.monotonic()
         self.queue: list[bytes] = []
+        self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.DatagramTransport, transport)
+        if self.closed:  # dropped (idle, error, service closed) while its socket was opening
+            self.transport.close()
+            return
         for data in self.queue:
             self.transport.sendto(data)
         self.queue.clear()
@@ -253,6 +275,8 @@ class _UDPSession(asyncio.DatagramProtocol):
         self.service.drop(self.client)
 
     def close(self) -> None:
+        self.closed = True
+        self.queue.clear()
         if self.transport is not None:
             self.transport.close()
 
@@ -391,5 +415,9 @@ class UserspaceProxier:
         log.info("closed service=%s", key)
 
     async def stop(self) -> None:
+        """Close every listener and every connection relayed through them."""
         for key in list(self.services):
+            service = self.services[key]
             await self._close(key)
+            if isinstance(service, TCPService):
+                service.close_connections()
