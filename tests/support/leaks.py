@@ -16,7 +16,8 @@ open legitimately: a lazily opened log file, an epoll fd), after a settle
 period that lets the server notice closed peers. RSS may grow by at most
 ``rss_growth_kib``: allocators keep freed memory, so the bound is a ceiling
 well below what a per-connection leak of thousands of connections would cost,
-not zero. Take the baseline after a warm-up round so first-use allocations
+not zero; ``None`` skips it (a server sharing the test's process shares its
+RSS with the test's own buffers). Take the baseline after a warm-up round so first-use allocations
 (imports, caches, buffers) are not counted as growth.
 """
 
@@ -120,7 +121,7 @@ class LeakProbe(_Settling):
         *,
         name: str = "",
         fd_slack: int = DEFAULT_FD_SLACK,
-        rss_growth_kib: int = DEFAULT_RSS_GROWTH_KIB,
+        rss_growth_kib: int | None = DEFAULT_RSS_GROWTH_KIB,
     ) -> None:
         self.pid = pid
         self.name = name or f"pid {pid}"
@@ -138,11 +139,9 @@ class LeakProbe(_Settling):
                 f"open descriptors {self.before.fd_count} -> {now.fd_count} "
                 f"(allowed +{self.fd_slack}; {_diff(self.before.fds, now.fds)})"
             )
-        if now.rss_kib > self.before.rss_kib + self.rss_growth_kib:
-            faults.append(
-                f"RSS {self.before.rss_kib} -> {now.rss_kib} KiB "
-                f"(allowed +{self.rss_growth_kib} KiB)"
-            )
+        growth = self.rss_growth_kib
+        if growth is not None and now.rss_kib > self.before.rss_kib + growth:
+            faults.append(f"RSS {self.before.rss_kib} -> {now.rss_kib} KiB (allowed +{growth} KiB)")
         return f"{self.name} leaks: " + "; ".join(faults) if faults else None
 
     def summary(self) -> str:
