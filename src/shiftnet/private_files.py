@@ -139,3 +139,25 @@ def tighten_private_tree(root: Path | str) -> int:
     if changed:
         log.warning("tightened entries readable by other users path=%s count=%d", root, changed)
     return changed
+
+
+def ensure_private_tree(path: Path | str) -> Path:
+    """:func:`ensure_private_dir`, and if the directory was loose, tighten all it holds.
+
+    A directory this version made is 0700 already, so the walk runs once: on
+    the first start after an older version left it (and its files) readable.
+    """
+    path = Path(path)
+    try:
+        was_loose = _loose(path.stat().st_mode, PRIVATE_DIR_MODE)
+    except FileNotFoundError:
+        was_loose = False
+    ensure_private_dir(path)
+    if was_loose:
+        try:
+            tighten_private_tree(path)
+        except PermissionError as err:
+            raise ConfigError(
+                f"directory {path} holds entries that cannot be made private: {err}"
+            ) from err
+    return path

@@ -12,6 +12,7 @@ import pytest
 from shiftnet.errors import ConfigError
 from shiftnet.private_files import (
     ensure_private_dir,
+    ensure_private_tree,
     tighten_private_file,
     tighten_private_tree,
     write_private_file,
@@ -97,3 +98,26 @@ def test_tighten_file_and_tree(tmp_path: Path) -> None:
     assert _mode(tmp_path / "sub") == 0o700
     assert _mode(tool) == 0o700
     assert tighten_private_tree(tmp_path) == 0
+
+
+def test_private_tree_tightens_everything_once_loose(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    (state / "router-router" / "conf").mkdir(parents=True)
+    for d in (state, state / "router-router", state / "router-router" / "conf"):
+        d.chmod(0o755)
+    cfg = state / "router-router" / "conf" / "haproxy.cfg"
+    cfg.write_text("global\n")
+    cfg.chmod(0o644)
+    ensure_private_tree(state)
+    assert _mode(state) == _mode(state / "router-router") == 0o700
+    assert _mode(state / "router-router" / "conf") == 0o700
+    assert _mode(cfg) == 0o600
+
+
+def test_private_tree_of_a_private_dir_walks_nothing(tmp_path: Path) -> None:
+    state = ensure_private_tree(tmp_path / "state")
+    inner = state / "pod.log"
+    inner.write_text("x")
+    inner.chmod(0o644)  # a private parent already hides it; no walk on every start
+    ensure_private_tree(state)
+    assert _mode(state) == 0o700 and _mode(inner) == 0o644

@@ -13,7 +13,12 @@ import asyncio
 import os
 from typing import Any
 
-from shiftnet.router.config import RouterConfig, add_router_flags
+from shiftnet.router.config import (
+    RouterConfig,
+    add_router_flags,
+    listen_address,
+    stats_address,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -57,22 +62,28 @@ def run(args: argparse.Namespace) -> int:
         metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def serve() -> int:
+        from shiftnet.private_files import ensure_private_tree
         from shiftnet.router import Router
         from shiftnet.router.metrics import REGISTRY
+        from shiftnet.router.stats_auth import stats_line
         from shiftnet.store import open_store
 
         if args.store.startswith("sqlite:"):
-            args.state_dir.mkdir(parents=True, exist_ok=True)
+            ensure_private_tree(args.state_dir)
         store = open_store(args.store)
         router = Router(store, config)
         try:
             serve_metrics(args.metrics_listen, REGISTRY)
             await router.start()
             print(
-                f"router {config.name} serving http on :{config.http_port} and https on "
-                f":{config.https_port} (work dir {config.work_dir})",
+                f"router {config.name} serving http on {listen_address(config, config.http_port)}"
+                f" and https on {listen_address(config, config.https_port)}"
+                f" (work dir {config.work_dir})",
                 flush=True,
             )
+            line = stats_line(router.stats_credentials, f"http://{stats_address(config)}/")
+            if line:
+                print(line, flush=True)
             await asyncio.Event().wait()
         finally:
             await router.stop()

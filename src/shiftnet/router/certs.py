@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from pathlib import Path
 
 from cryptography import x509
@@ -20,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from shiftnet.errors import ConfigError
+from shiftnet.private_files import ensure_private_dir, tighten_private_file, write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +73,10 @@ def default_certificate(configured: str | None, work_dir: Path, common_name: str
         return path.resolve()
     path = Path(work_dir).resolve() / DEFAULT_CERT_NAME
     if _usable(path):
+        tighten_private_file(path)  # an older version may have left it readable
         return path
     pem = self_signed_pem(common_name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-    os.replace(tmp, path)
+    ensure_private_dir(path.parent)
+    write_private_file(path, pem)
     log.info("generated a self-signed default certificate path=%s cn=%s", path, common_name)
     return path

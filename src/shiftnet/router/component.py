@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from shiftnet.router.config import RouterConfig
+from shiftnet.router.config import RouterConfig, listen_address, stats_address
+from shiftnet.router.stats_auth import stats_line
 
 
 class RouterComponent:
@@ -34,8 +35,14 @@ class RouterComponent:
         await self.router.stop()
 
     def summary(self) -> str:
-        bind = self.config.bind_address or "*"
+        config = self.config
         return (
-            f"routes on http {bind}:{self.config.http_port}, https {bind}:{self.config.https_port}"
-            f" (HAProxy files in {self.config.work_dir})"
+            f"routes on http {listen_address(config, config.http_port)}, "
+            f"https {listen_address(config, config.https_port)}"
+            f" (HAProxy files in {config.work_dir})"
         )
+
+    def hints(self) -> list[str]:
+        """The stats page and its credentials (the password only when just generated)."""
+        line = stats_line(self.router.stats_credentials, f"http://{stats_address(self.config)}/")
+        return [line] if line else []

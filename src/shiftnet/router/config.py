@@ -37,7 +37,7 @@ class RouterConfig:
     name: str = "router"
     http_port: int = 80
     https_port: int = 443
-    bind_address: str = ""  # "" = all addresses
+    bind_address: str = "127.0.0.1"  # HTTP, HTTPS and stats; "" = every address (ask for it)
     load_balance_algorithm: str = "leastconn"
     tcp_balance_scheme: str = "source"
     max_connections: int = 50000
@@ -124,6 +124,23 @@ class RouterConfig:
         current = {f.name: getattr(self, f.name) for f in fields(self)}
         current.update(changes)
         return RouterConfig(**current)
+
+
+def listen_address(config: RouterConfig, port: int) -> str:
+    """``addr:port`` as a user would type it (``*:port`` for every address)."""
+    address = config.bind_address or "*"
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def stats_address(config: RouterConfig) -> str:
+    """Where a browser reaches the stats page (loopback when it listens everywhere)."""
+    address = config.bind_address
+    if address in ("", "0.0.0.0"):
+        address = "127.0.0.1"
+    elif address == "::":
+        address = "::1"
+    host = f"[{address}]" if ":" in address else address
+    return f"{host}:{config.stats_port}"
 
 
 # ---------------------------------------------------------------- value parsers
@@ -244,13 +261,16 @@ def _hostname(text: str) -> str:
 
 
 def _bind_address(text: str) -> str:
+    """An IP address to listen on; ``*`` is every address (IPv4 and IPv6)."""
     value = text.strip()
-    if value in ("", "*"):
+    if value == "*":
         return ""
     try:
         return str(ipaddress.ip_address(value))
     except ValueError:
-        raise ValueError("must be an IP address, or empty for all addresses") from None
+        raise ValueError(
+            "must be an IP address (such as 127.0.0.1, 0.0.0.0 or ::), or * for every address"
+        ) from None
 
 
 def _path(text: str) -> str:
@@ -281,13 +301,16 @@ class Option:
 
 _MS = _duration("ms", 1)
 
+# One option per entry, as a table: easier to read than one argument per line.
+# fmt: off
 OPTIONS: tuple[Option, ...] = (
     Option("name", "ROUTER_SERVICE_NAME", "--name", _router_name,
            "router name written in route status (default router)"),
     Option("http_port", "ROUTER_SERVICE_HTTP_PORT", "--http-port", _port, "HTTP port (80)"),
     Option("https_port", "ROUTER_SERVICE_HTTPS_PORT", "--https-port", _port, "HTTPS port (443)"),
     Option("bind_address", "ROUTER_BIND_ADDRESS", "--bind-address", _bind_address,
-           "address the HTTP/HTTPS ports listen on (default all)"),
+           "address the HTTP, HTTPS and stats ports listen on (127.0.0.1; 0.0.0.0, :: or *"
+           " exposes the router to the network)"),
     Option("load_balance_algorithm", "ROUTER_LOAD_BALANCE_ALGORITHM", "--load-balance-algorithm",
            _choice(BALANCE_ALGORITHMS), "balance for HTTP, edge and reencrypt routes (leastconn)"),
     Option("tcp_balance_scheme", "ROUTER_TCP_BALANCE_SCHEME", "--tcp-balance-scheme",
@@ -323,8 +346,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("reload_interval_ms", "RELOAD_INTERVAL", "--reload-interval", _duration("s"),
            "minimum time between reloads (5s; a bare number is seconds)"),
     Option("stats_port", "STATS_PORT", "--stats-port", _port, "stats page port (1936; 0 = none)"),
-    Option("stats_username", "STATS_USERNAME", "--stats-username", _username, "stats user"),
-    Option("stats_password", "STATS_PASSWORD", "--stats-password", _credential, "stats password"),
+    Option("stats_username", "STATS_USERNAME", "--stats-username", _username,
+           "stats user (default: admin, with a generated password kept in the work dir)"),
+    Option("stats_password", "STATS_PASSWORD", "--stats-password", _credential,
+           "stats password (default: generated once)"),
     Option("default_certificate_path", "DEFAULT_CERTIFICATE_PATH", "--default-certificate",
            _path, "PEM with certificate and key (default: a self-signed one)"),
     Option("allow_wildcard_routes", "ROUTER_ALLOW_WILDCARD_ROUTES", "--allow-wildcard-routes",
@@ -355,6 +380,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("work_dir", "ROUTER_WORK_DIR", "--router-work-dir", _path,
            "directory for HAProxy files (default $SHIFTNET_HOME/router-<name>)"),
 )
+# fmt: on
 
 
 def add_router_flags(parser: argparse.ArgumentParser) -> None:
@@ -362,6 +388,9 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("router", "each flag overrides its environment variable")
     for opt in OPTIONS:
         group.add_argument(
-            opt.flag, dest=opt.dest, default=None, metavar=opt.env.lower(),
+            opt.flag,
+            dest=opt.dest,
+            default=None,
+            metavar=opt.env.lower(),
             help=f"{opt.help} [{opt.env}]",
         )

@@ -27,6 +27,7 @@ from shiftnet.api import Endpoints, Namespace, Route, RouteIngress, RouteIngress
 from shiftnet.client import Client
 from shiftnet.errors import ShiftnetError
 from shiftnet.informer import Informers
+from shiftnet.private_files import ensure_private_dir, ensure_private_tree
 from shiftnet.router import metrics
 from shiftnet.router.admission import (
     EXTENDED_VALIDATION_FAILED,
@@ -52,6 +53,7 @@ from shiftnet.router.haproxy.render import RenderPaths
 from shiftnet.router.haproxy.runtime import RuntimeAPIError, parse_show_stat
 from shiftnet.router.model import L7Model, PoolKey
 from shiftnet.router.model_index import ModelIndex
+from shiftnet.router.stats_auth import StatsCredentials, stats_credentials
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
 from shiftnet.store.base import Store
@@ -109,6 +111,7 @@ class Router:
         self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
         self._stats_task: asyncio.Task[None] | None = None
         self._default_cert: Path | None = None
+        self.stats_credentials: StatsCredentials | None = None  # known once started
         self.synced = False
         self.syncs = 0
         # route -> (resourceVersion, entry) known to be stored: skips re-checking 10k routes
@@ -117,7 +120,16 @@ class Router:
     # -------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         """Adopt or start HAProxy, sync the caches, serve; returns once serving."""
-        self.work_dir.mkdir(parents=True, exist_ok=True)
+        # Keys, certificates, the stats password and haproxy.cfg live here: 0700.
+        ensure_private_tree(self.work_dir)
+        for directory in (self.driver.process.conf_dir, socket_dir(self.work_dir)):
+            ensure_private_dir(directory)
+        self.stats_credentials = stats_credentials(self.config, self.work_dir)
+        if self.stats_credentials is not None:
+            self.config = self.config.replace(
+                stats_username=self.stats_credentials.username,
+                stats_password=self.stats_credentials.password,
+            )
         self._default_cert = default_certificate(
             self.config.default_certificate_path,
             self.work_dir,

@@ -41,7 +41,7 @@ def _check_name(name: str) -> None:
 
 
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.parent / f"{_TMP_PREFIX}{path.name}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
@@ -67,8 +67,9 @@ def _existing(directory: Path) -> set[str]:
 
 
 def _mode_for(name: str) -> int:
-    """Private keys live in .pem files: readable by the router's user only."""
-    return 0o600 if name.endswith((".pem", ".key")) else 0o644
+    """Readable by the router's user only: .pem files hold keys, haproxy.cfg the stats
+    password, and the maps tell every host the router serves."""
+    return 0o600
 
 
 def write_file_set(

@@ -856,6 +856,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
             "  stats uri /",
             "  stats refresh 5s",
             "  stats show-legends",
+            "  stats hide-version",
         ]
         if config.stats_username:
             creds = f"{config.stats_username}:{config.stats_password}"
