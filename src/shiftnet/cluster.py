@@ -148,6 +148,12 @@ class NodeComponent:
 ComponentFactory = Callable[["LocalCluster"], Component]
 
 
+def _claims(cluster: LocalCluster) -> Component:
+    from shiftnet.claims.component import ClaimsComponent
+
+    return ClaimsComponent(cluster)
+
+
 def _dns(cluster: LocalCluster) -> Component:
     from shiftnet.dns.component import DNSComponent
 
@@ -166,9 +172,12 @@ def _router(cluster: LocalCluster) -> Component:
     return RouterComponent(cluster)
 
 
-# Start order; stopped in reverse. DNS comes before the node so pods get its address.
+# Start order; stopped in reverse. The claims step reads the store and settles this
+# cluster's loopback networks and ports (shiftnet.claims) before anything binds them;
+# DNS comes before the node so pods get its address.
 COMPONENTS: list[ComponentFactory] = [
     StoreComponent,
+    _claims,
     MasterComponent,
     _proxy,
     _dns,

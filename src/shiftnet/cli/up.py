@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ from shiftnet.router.config import OPTIONS, add_router_flags
 from shiftnet.sdn.config import check_node_name, default_node_name
 
 READY_POLL = 0.25
-UNPRIVILEGED_PORTS = {"ROUTER_SERVICE_HTTP_PORT": "10080", "ROUTER_SERVICE_HTTPS_PORT": "10443"}
 MAX_CURL_LINES = 8
 
 
@@ -55,7 +53,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--cluster-network",
         metavar="CIDR",
-        help="pod network (default 127.10.0.0/16 in local mode, one subnet per node)",
+        help="pod network (default: the first free /16 from 127.10.0.0/16 up, kept by the "
+        "cluster; one subnet per node)",
     )
     p.add_argument(
         "--host-subnet-length",
@@ -64,7 +63,10 @@ def register(subparsers: Any) -> None:
         help="host bits of each node's subnet (default 8: a /24 per node)",
     )
     p.add_argument(
-        "--service-network", metavar="CIDR", help="ClusterIP range (default 127.30.0.0/16)"
+        "--service-network",
+        metavar="CIDR",
+        help="ClusterIP range (default: the first free /16 from 127.30.0.0/16 up, kept by the "
+        "cluster)",
     )
     p.add_argument(
         "--proxy-mode",
@@ -74,7 +76,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--dns-listen",
         metavar="ADDR:PORT",
-        help="cluster DNS address (env SHIFTNET_DNS_LISTEN; default 127.0.0.1:8053)",
+        help="cluster DNS address (env SHIFTNET_DNS_LISTEN; default 127.0.0.1 and port 8053, or "
+        "the next free one, kept by the cluster)",
     )
     add_router_flags(p)
     p.add_argument(
@@ -97,19 +100,14 @@ async def apply_all(client: Client, docs: list[Any], objects: list[Resource]) ->
         say(f"  {object_ref(type(result.obj), result.obj.name)} {result.action}")
 
 
-def router_settings(args: argparse.Namespace, environ: dict[str, str]) -> dict[str, str]:
-    """The router's OpenShift variables from ``up``'s flags; without root, unprivileged
-    default ports (10080/10443) unless a flag or the environment names others."""
-    out = {
+def router_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The router's OpenShift variables from ``up``'s flags. Ports no flag or variable
+    names are chosen per cluster by the claims step (``shiftnet.claims``)."""
+    return {
         opt.env: str(getattr(args, opt.dest))
         for opt in OPTIONS
         if getattr(args, opt.dest, None) is not None
     }
-    if os.geteuid() != 0:
-        for env, port in UNPRIVILEGED_PORTS.items():
-            if env not in out and not environ.get(env):
-                out[env] = port
-    return out
 
 
 async def wait_for_pods(client: Client, keys: list[tuple[str, str]], timeout: float) -> list[Pod]:
@@ -228,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         host_subnet_length=args.host_subnet_length,
         service_network=args.service_network,
         extra={
-            "router": router_settings(args, dict(os.environ)),
+            "router": router_settings(args),
             "dns": {"listen": args.dns_listen} if args.dns_listen else {},
             **({"proxy_mode": args.proxy_mode} if args.proxy_mode else {}),
         },
