@@ -33,13 +33,14 @@ KEY_FIELD = "spec.tls.key"
 CA_FIELD = "spec.tls.caCertificate"
 DESTINATION_CA_FIELD = "spec.tls.destinationCACertificate"
 
-_BLOCK_RE = re.compile(
-    r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----",
-    re.DOTALL,
-)
+_ARMOR_RE = re.compile(r"-----(BEGIN|END) ([A-Z0-9]+(?: [A-Z0-9]+)*)-----")
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/=]+")
 _CERT_TYPES = {"CERTIFICATE"}
-_KEY_TYPES = {"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ECDSA PRIVATE KEY"}
-_IGNORED_TYPES = {"EC PARAMETERS"}
+# The labels OpenSSL (so HAProxy) loads a private key from; "ECDSA PRIVATE KEY" is
+# an old alias it does not know, so it is refused rather than written.
+_KEY_TYPES = {"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"}
+_IGNORED_TYPES = {"EC PARAMETERS"}  # written along, never read: OpenSSL skips it
+PEM_TYPES = frozenset(_CERT_TYPES | _KEY_TYPES | _IGNORED_TYPES)
 
 # Signature algorithms a CA-signed certificate may not use (HAProxy/OpenSSL refuse them).
 _WEAK_SIGNATURES: dict[x509.ObjectIdentifier, str] = {
@@ -78,20 +79,65 @@ class PemBlock:
 
 
 def pem_blocks(data: str, field: str) -> list[PemBlock]:
-    """Split PEM text into blocks; text between blocks is ignored (as Go's pem.Decode does)."""
+    """Split PEM text into blocks, refusing anything that could not be written back whole.
+
+    This is the one PEM grammar: the router's PEM writer
+    (``router/haproxy/escape.pem``) reads its input with this function too, so
+    what validation accepts is exactly what reaches HAProxy, re-encoded. Lines
+    end in LF or CRLF; spaces and tabs around a line are ignored. Text outside
+    blocks is ignored (as OpenSSL and Go's ``pem.Decode`` ignore it) unless it
+    looks like armor (a stray or malformed BEGIN/END line). Inside a block only
+    base64 and blank lines may appear: RFC 1421 headers (``Proc-Type:``,
+    ``DEK-Info:``, ...) are refused, because HAProxy cannot load such a block
+    and rewriting it without them would change what the user gave.
+    """
     blocks: list[PemBlock] = []
-    for m in _BLOCK_RE.finditer(data):
-        body = "".join(
-            line.strip()
-            for line in m.group(2).splitlines()
-            if ":" not in line  # skip headers
-        )
-        try:
-            der = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
-            raise CertificateError(field, f"PEM block {m.group(1)} is not valid base64") from None
-        blocks.append(PemBlock(m.group(1), der))
+    label: str | None = None
+    body: list[str] = []
+    for raw in data.split("\n"):
+        line = raw.removesuffix("\r").strip(" \t")
+        armor = _ARMOR_RE.fullmatch(line)
+        if label is None:
+            if armor is not None and armor[1] == "BEGIN":
+                label, body = armor[2], []
+            elif "-----BEGIN" in line or "-----END" in line:
+                raise CertificateError(field, "holds a malformed or unmatched PEM BEGIN/END line")
+            continue
+        if armor is not None and armor[1] == "END" and armor[2] == label:
+            blocks.append(PemBlock(label, _block_der(label, body, field)))
+            label = None
+        elif "-----" in line:
+            raise CertificateError(field, f"PEM block {label} has no matching END line")
+        elif ":" in line:
+            raise CertificateError(field, _header_problem(label, line))
+        elif line and not _BASE64_RE.fullmatch(line):
+            raise CertificateError(field, f"PEM block {label} is not valid base64")
+        elif line:
+            body.append(line)
+    if label is not None:
+        raise CertificateError(field, f"PEM block {label} has no matching END line")
     return blocks
+
+
+def _block_der(label: str, body: list[str], field: str) -> bytes:
+    if not body:
+        raise CertificateError(field, f"PEM block {label} is empty")
+    try:
+        return base64.b64decode("".join(body), validate=True)
+    except (binascii.Error, ValueError):
+        raise CertificateError(field, f"PEM block {label} is not valid base64") from None
+
+
+def _header_problem(label: str, line: str) -> str:
+    """Why a block with an RFC 1421 header line is refused (one sentence)."""
+    name = line.split(":", 1)[0].strip()
+    if name.lower() == "proc-type" and "ENCRYPTED" in line.upper():
+        return "the private key is encrypted (Proc-Type: 4,ENCRYPTED); give it unencrypted"
+    shown = name if re.fullmatch(r"[A-Za-z0-9-]{1,40}", name) else "a header"
+    return (
+        f"PEM block {label} carries RFC 1421 header lines ({shown}), which HAProxy "
+        "cannot load; remove them"
+    )
 
 
 def _load_certificate(block: PemBlock, field: str, index: int) -> x509.Certificate:
@@ -107,8 +153,6 @@ def _load_key(block: PemBlock, field: str) -> PrivateKeyTypes:
         + base64.encodebytes(block.der).decode()
         + f"-----END {block.type}-----\n"
     )
-    if block.type == "ECDSA PRIVATE KEY":  # an old alias; the body is SEC1
-        pem = pem.replace("ECDSA PRIVATE KEY", "EC PRIVATE KEY")
     try:
         key = serialization.load_pem_private_key(pem.encode(), password=None)
     except TypeError:
@@ -127,7 +171,12 @@ def _checked_blocks(data: str, field: str) -> list[PemBlock]:
     for b in blocks:
         if b.type == "ENCRYPTED PRIVATE KEY":
             raise CertificateError(field, "the private key is encrypted; give it unencrypted")
-        if b.type not in _CERT_TYPES | _KEY_TYPES | _IGNORED_TYPES:
+        if b.type == "ECDSA PRIVATE KEY":
+            raise CertificateError(
+                field,
+                "PEM block ECDSA PRIVATE KEY cannot be loaded by HAProxy; label it EC PRIVATE KEY",
+            )
+        if b.type not in PEM_TYPES:
             raise CertificateError(field, f"unrecognized PEM block {b.type}")
     return blocks
 
@@ -156,6 +205,14 @@ def parse_certificates(data: str, field: str) -> list[x509.Certificate]:
             field, "no PEM certificate found (expected -----BEGIN CERTIFICATE-----)"
         )
     return certs
+
+
+def parse_ca_certificates(data: str, field: str) -> list[x509.Certificate]:
+    """A CA bundle: certificates only (a private key here would be written where it
+    does not belong, and HAProxy would load it as the route's key)."""
+    if any(b.type in _KEY_TYPES for b in _checked_blocks(data, field)):
+        raise CertificateError(field, "holds a private key; this field takes certificates only")
+    return parse_certificates(data, field)
 
 
 def parse_private_key(data: str, field: str) -> PrivateKeyTypes:
@@ -327,6 +384,8 @@ def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
     try:
         if expect == "key":
             parse_private_key(data, field)
+        elif field in (CA_FIELD, DESTINATION_CA_FIELD):
+            parse_ca_certificates(data, field)
         else:
             parse_certificates(data, field)
     except CertificateError as exc:
@@ -359,6 +418,16 @@ def _certificate_and_key_problems(
         return out
     if out:  # the key field did not parse; nothing to match
         return out
+    if key is not None and embedded_key is not None:
+        # HAProxy loads the first key of the file it is given (the certificate's), while
+        # the match below would check spec.tls.key: one key, in one place.
+        out.append(
+            CertificateError(
+                CERTIFICATE_FIELD,
+                f"holds a private key while {KEY_FIELD} gives one too; give the key once",
+            )
+        )
+        return out
     key = key or embedded_key
     if key is None:
         out.append(CertificateError(KEY_FIELD, "no key specified"))
@@ -385,7 +454,7 @@ def route_tls_problems(t: TLSConfig) -> list[CertificateError]:
     roots: list[x509.Certificate] = []
     if t.ca_certificate:
         try:
-            roots = parse_certificates(t.ca_certificate, CA_FIELD)
+            roots = parse_ca_certificates(t.ca_certificate, CA_FIELD)
             check_signature_algorithms(roots, CA_FIELD)
         except CertificateError as err:
             out.append(err)
@@ -393,7 +462,7 @@ def route_tls_problems(t: TLSConfig) -> list[CertificateError]:
     out += _certificate_and_key_problems(t, roots)
     if t.destination_ca_certificate:
         try:
-            dest = parse_certificates(t.destination_ca_certificate, DESTINATION_CA_FIELD)
+            dest = parse_ca_certificates(t.destination_ca_certificate, DESTINATION_CA_FIELD)
             check_signature_algorithms(dest, DESTINATION_CA_FIELD)
         except CertificateError as err:
             out.append(err)

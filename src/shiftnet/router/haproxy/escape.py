@@ -12,12 +12,12 @@ so this is the last line of defence, not the first).
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import hashlib
 import ipaddress
 import re
 
+from shiftnet.api import tls
 from shiftnet.errors import InvalidInput
 
 
@@ -233,34 +233,36 @@ def sni_filter(value: str, wildcard: bool = False) -> str:
 
 # ---------------------------------------------------------------- PEM files
 
-_PEM_RE = re.compile(
-    r"-----BEGIN ([A-Z0-9 ]{1,40})-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END \1-----"
-)
-PEM_LABELS = frozenset(
-    {"CERTIFICATE", "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "TRUSTED CERTIFICATE"}
-)
+PEM_LABELS = tls.PEM_TYPES
+_KEY_LABELS = frozenset({"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"})
 
 
-def pem(*texts: str, what: str = "PEM data") -> bytes:
-    """Canonical PEM: only well-formed blocks of known types, re-wrapped at 64 columns.
+def pem(*texts: str, what: str = "PEM data", max_keys: int = 1) -> bytes:
+    """Canonical PEM: every block of ``texts``, in order, re-wrapped at 64 columns.
 
-    Anything between or around blocks (comments, headers, stray text) is
-    dropped, so nothing but base64 and the BEGIN/END lines reaches HAProxy.
+    The input is read with the one PEM grammar (:func:`shiftnet.api.tls.pem_blocks`,
+    which validation uses too), so nothing but the blocks' content is left out:
+    text outside blocks, which OpenSSL ignores as well. A block this cannot
+    write whole (headers, a stray armor line, bad base64, an unknown type) or
+    more than ``max_keys`` private keys (HAProxy would load the first) raise
+    :class:`UnsafeValue` instead of being dropped.
     """
     out: list[str] = []
+    keys = 0
     for text in texts:
-        for m in _PEM_RE.finditer(text):
-            label, body = m.group(1), re.sub(r"\s+", "", m.group(2))
-            if label not in PEM_LABELS:
-                raise UnsafeValue(f"{what} holds an unsupported PEM block {label!r}")
-            try:
-                der = base64.b64decode(body, validate=True)
-            except (binascii.Error, ValueError):
-                raise UnsafeValue(f"{what} holds a {label} block that is not base64") from None
-            b64 = base64.b64encode(der).decode()
-            lines = [b64[i : i + 64] for i in range(0, len(b64), 64)]
-            body = "\n".join(lines)
-            out.append(f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n")
+        try:
+            blocks = tls.pem_blocks(text, what)
+        except tls.CertificateError as err:
+            raise UnsafeValue(str(err)) from None
+        for block in blocks:
+            if block.type not in PEM_LABELS:
+                raise UnsafeValue(f"{what} holds an unsupported PEM block {block.type!r}")
+            keys += block.type in _KEY_LABELS
+            if keys > max_keys:
+                raise UnsafeValue(f"{what} holds more than {max_keys} private key(s)")
+            b64 = base64.b64encode(block.der).decode()
+            body = "\n".join(b64[i : i + 64] for i in range(0, len(b64), 64))
+            out.append(f"-----BEGIN {block.type}-----\n{body}\n-----END {block.type}-----\n")
     if not out:
         raise UnsafeValue(f"{what} holds no PEM block")
     return "".join(out).encode()

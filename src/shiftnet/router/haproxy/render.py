@@ -370,10 +370,7 @@ def _server_lines(
         if dest_ca:
             own_tail = True
             ca_name = "cacerts/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
-            data = escape.pem(dest_ca, what="destinationCACertificate")
-            if b"PRIVATE KEY" in data:
-                raise escape.UnsafeValue("destinationCACertificate holds a private key")
-            files[ca_name] = data
+            files[ca_name] = escape.pem(dest_ca, what="destinationCACertificate", max_keys=0)
             tail += f" ssl verify required ca-file {escape.quoted(ca_name)}"
         else:
             tail += " ssl verify none"
@@ -627,10 +624,11 @@ def _section_template(shape: _BackendShape, home: int | None) -> str:
 def _route_certificate(policy: L7Policy, files: dict[str, bytes]) -> str | None:
     """The crt-list line of an edge/reencrypt route that brings its own certificate."""
     tls = policy.tls
-    if tls is None or not tls.certificate or not tls.key:
-        return None
+    if tls is None or not tls.certificate:
+        return None  # served with the default certificate
     name = "certs/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
-    texts = [tls.certificate, tls.key] + ([tls.ca_certificate] if tls.ca_certificate else [])
+    # The key may come inside the certificate field; escape.pem refuses a second one.
+    texts = [tls.certificate, tls.key or ""] + ([tls.ca_certificate] if tls.ca_certificate else [])
     files[name] = escape.pem(*texts, what=f"route {policy.namespace}/{policy.name} certificate")
     if policy.rule.wildcard:
         sni = escape.sni_filter(policy.rule.domain, wildcard=True)
