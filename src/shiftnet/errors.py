@@ -75,3 +75,11 @@ class AllocationError(ShiftnetError):
 
 class ConfigError(ShiftnetError):
     """A component's configuration (flag or environment variable) is invalid."""
+
+
+class InvalidPatch(ShiftnetError):
+    """A patch body that is not a valid patch of its type (the API answers 400 Bad Request)."""
+
+
+class PatchNotApplicable(ShiftnetError):
+    """A valid patch that cannot apply to this object: a failed test, a missing path (422)."""
