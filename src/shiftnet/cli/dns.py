@@ -105,10 +105,11 @@ def run_server(args: argparse.Namespace) -> int:
 
     async def serve() -> int:
         from shiftnet.dns import DNSServer
+        from shiftnet.private_files import ensure_private_dir
         from shiftnet.store import open_store
 
         if args.store.startswith("sqlite:"):
-            args.state_dir.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(args.state_dir)
         store = open_store(args.store)
         server = DNSServer(store, cfg)
         register_metrics(server)

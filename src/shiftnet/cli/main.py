@@ -37,6 +37,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.proxy",
     "shiftnet.cli.router",
     "shiftnet.cli.lab",
+    "shiftnet.cli.apiserver",
 )
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,97 @@
+"""The API server process part: TLS listener, routes, credentials and kubeconfig on start.
+
+:class:`APIServer` is a library object (``await APIServer(store, config).start()``);
+``shiftnet apiserver`` and ``shiftnet up`` both run it.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from typing import Any
+
+from aiohttp import web
+
+from shiftnet.apiserver.auth import bearer_auth
+from shiftnet.apiserver.config import APIServerConfig
+from shiftnet.apiserver.handlers import ResourceAPI, status_middleware
+from shiftnet.apiserver.kubeconfig import render_kubeconfig, server_url
+from shiftnet.apiserver.pki import ADMIN_USER, Credentials, ensure_credentials
+from shiftnet.errors import ConfigError
+from shiftnet.private_files import ensure_private_dir, write_private_file
+from shiftnet.store.base import Store
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_TIMEOUT = 1.0  # open watches and log follows are cut, not waited for
+
+
+def tls_context(creds: Credentials) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(creds.cert_path), str(creds.key_path))
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def build_app(store: Store, config: APIServerConfig, token: str, address: str) -> web.Application:
+    api = ResourceAPI(store, config, address)
+    app = web.Application(middlewares=[bearer_auth(token), status_middleware])
+    app.router.add_get("/version", api.version)
+    for path in ("/healthz", "/livez", "/readyz"):
+        app.router.add_get(path, api.health)
+    app.router.add_get("/api", api.core)
+    app.router.add_get("/apis", api.groups)
+    app.router.add_get("/apis/{group}", api.group)
+    app.router.add_route("*", "/api/{tail:.+}", api.resource)
+    app.router.add_route("*", "/apis/{group}/{tail:.+}", api.resource)
+    return app
+
+
+class APIServer:
+    """The Kubernetes API over ``store`` on ``config``'s address, over HTTPS."""
+
+    def __init__(self, store: Store, config: APIServerConfig) -> None:
+        self.store = store
+        self.config = config
+        self.credentials: Credentials | None = None
+        self._runner: web.AppRunner | None = None
+        self.address: tuple[str, int] = (config.listen_host, config.listen_port)
+
+    @property
+    def url(self) -> str:
+        return server_url(*self.address)
+
+    async def start(self) -> None:
+        cfg = self.config
+        ensure_private_dir(cfg.state_dir)
+        self.credentials = creds = ensure_credentials(cfg.pki_dir, cfg.listen_host)
+        host_port = f"{cfg.listen_host}:{cfg.listen_port}"
+        app = build_app(self.store, cfg, creds.token, host_port)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await runner.setup()
+        site = web.TCPSite(
+            runner, cfg.listen_host, cfg.listen_port, ssl_context=tls_context(creds), backlog=512
+        )
+        try:
+            await site.start()
+        except OSError as err:
+            await runner.cleanup()
+            raise ConfigError(
+                f"the API server cannot listen on {host_port}: {err.strerror or err} "
+                "(choose another with --api-listen or SHIFTNET_API_LISTEN)"
+            ) from None
+        self._runner = runner
+        server: Any = site._server  # aiohttp keeps the bound sockets here
+        if server is not None and server.sockets:
+            self.address = (cfg.listen_host, int(server.sockets[0].getsockname()[1]))
+        write_private_file(
+            cfg.kubeconfig_path,
+            render_kubeconfig(self.url, creds.ca_pem, creds.token, ADMIN_USER),
+        )
+        log.info("API server listening url=%s kubeconfig=%s", self.url, cfg.kubeconfig_path)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

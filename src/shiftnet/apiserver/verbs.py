@@ -1,0 +1,339 @@
+"""The write and read verbs over the :class:`~shiftnet.store.base.Store`, without HTTP.
+
+Every write passes the same checks as ``shiftnet apply``: the registry's
+shape check, :func:`shiftnet.api.validation.errors` (every field problem
+reported, not just the first), and on update apply's merge (status and
+controller-assigned fields kept, immutable fields refused). Errors leave as
+:class:`~shiftnet.apiserver.status.StatusError`; nothing is written when one
+is raised.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from shiftnet.api.base import Resource
+from shiftnet.api.fielderrors import ErrorType, FieldError
+from shiftnet.api.registry import parse_object
+from shiftnet.api.selectors import parse_selector
+from shiftnet.api.validation import errors as field_errors
+from shiftnet.apiserver.fieldselectors import parse_field_selector
+from shiftnet.apiserver.paging import decode_token, page
+from shiftnet.apiserver.resources import ResourceInfo
+from shiftnet.apiserver.status import (
+    StatusError,
+    already_exists,
+    bad_request,
+    conflict,
+    invalid,
+    not_found,
+)
+from shiftnet.apiserver.wire import out_list, out_object
+from shiftnet.cli.applying import merged_for_update
+from shiftnet.errors import (
+    AlreadyExists,
+    Conflict,
+    InvalidInput,
+    InvalidObject,
+    NotFound,
+    StoreUnavailable,
+)
+from shiftnet.store.base import Store
+from shiftnet.store.meta import prepare_create, with_revision
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+PATCH_ATTEMPTS = 10
+GENERATE_ATTEMPTS = 5
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's: no vowels, no look-alikes
+
+
+def generated_name(prefix: str) -> str:
+    return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
+
+
+def _shape_error(info: ResourceInfo, name: str, err: InvalidObject) -> StatusError:
+    kind = ErrorType.REQUIRED if err.message == "Required value" else ErrorType.INVALID
+    found = FieldError(err.field, kind, None, "")
+    shown = StatusError(
+        422,
+        "Invalid",
+        f'{info.qualified_kind} "{name}" is invalid: {err.field}: {err.message}',
+    )
+    shown.details = invalid(info, name, [found]).details
+    assert shown.details is not None
+    shown.details["causes"][0]["message"] = err.message
+    return shown
+
+
+def _check_identity(info: ResourceInfo, raw: dict[str, Any]) -> dict[str, Any]:
+    """Fill a missing apiVersion/kind from the URL; refuse ones that name another type."""
+    out = dict(raw)
+    kind = out.setdefault("kind", info.kind)
+    version = out.setdefault("apiVersion", info.group_version)
+    if kind != info.kind:
+        raise bad_request(
+            f"the kind in the body ({kind}) does not match the resource of the URL ({info.kind})"
+        )
+    if version != info.group_version:
+        raise bad_request(
+            f"the API version in the data ({version}) does not match the expected API version "
+            f"({info.group_version})"
+        )
+    if not isinstance(out.get("metadata", {}), dict):
+        raise bad_request(f"{info.kind}: metadata must be an object")
+    return out
+
+
+def parse(info: ResourceInfo, raw: dict[str, Any]) -> Resource:
+    """A body into the kind's model, or 422 naming the field / 400 for a non-object."""
+    raw = _check_identity(info, raw)
+    name = str((raw.get("metadata") or {}).get("name") or "")
+    try:
+        obj = parse_object(raw)
+    except InvalidObject as err:
+        raise _shape_error(info, name, err) from None
+    except InvalidInput as err:
+        raise bad_request(str(err)) from None
+    if type(obj) is not info.model:
+        raise bad_request(f"the body is a {obj.KIND}, the URL names {info.kind}")
+    return obj
+
+
+def check_valid(info: ResourceInfo, obj: Resource) -> None:
+    found = field_errors(obj)
+    if found:
+        raise invalid(info, obj.metadata.name, found)
+
+
+def _place(info: ResourceInfo, obj: Resource, namespace: str | None) -> None:
+    """The URL's namespace on the object; a body naming another one is refused."""
+    if not info.namespaced:
+        obj.metadata.namespace = None
+        return
+    if obj.metadata.namespace and obj.metadata.namespace != namespace:
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    obj.metadata.namespace = namespace
+
+
+class Verbs:
+    """get, list, create, update, patch, delete of one store, in Kubernetes' terms."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def _call(self, info: ResourceInfo, name: str, fn: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await fn()
+        except NotFound:
+            raise not_found(info, name) from None
+        except AlreadyExists:
+            raise already_exists(info, name) from None
+        except Conflict:
+            raise conflict(info, name) from None
+        except StoreUnavailable as err:
+            log.warning("store unavailable error=%s", err)
+            raise StatusError(503, "ServiceUnavailable", str(err)) from None
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_raw(self, info: ResourceInfo, namespace: str | None, name: str) -> dict[str, Any]:
+        return await self._call(info, name, lambda: self.store.get(info.plural, namespace, name))
+
+    async def get(self, info: ResourceInfo, namespace: str | None, name: str) -> dict[str, Any]:
+        return out_object(await self.get_raw(info, namespace, name))
+
+    async def list(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]:
+        try:
+            parse_selector(label_selector)
+        except InvalidInput as err:
+            raise bad_request(str(err)) from None
+        fields = parse_field_selector(field_selector, info.plural)
+        after = decode_token(continue_token) if continue_token else None
+        result = await self._call(
+            info, "", lambda: self.store.list(info.plural, namespace, label_selector or None)
+        )
+        items = result.items
+        if not fields.empty:
+            items = [o for o in items if fields.matches(o)]
+        revision = after.revision if after is not None else result.revision
+        chosen, token, remaining = page(items, revision, limit, after)
+        return out_list(info, chosen, revision, token, remaining if token else None)
+
+    # ------------------------------------------------------------------ writes
+
+    async def create(
+        self, info: ResourceInfo, namespace: str | None, raw: dict[str, Any], dry_run: bool
+    ) -> dict[str, Any]:
+        obj = parse(info, raw)
+        _place(info, obj, namespace)
+        # as kubectl create: no status, no server identity from the client
+        obj = type(obj).model_validate({k: v for k, v in obj.to_dict().items() if k != "status"})
+        for field in ("uid", "resource_version", "creation_timestamp", "generation"):
+            setattr(obj.metadata, field, None)
+        prefix = obj.metadata.generate_name
+        attempts = GENERATE_ATTEMPTS if prefix and not obj.metadata.name else 1
+        for attempt in range(attempts):
+            if prefix and (attempt or not obj.metadata.name):
+                obj.metadata.name = generated_name(prefix)
+            check_valid(info, obj)
+            body = obj.to_dict()
+            if dry_run:
+                return out_object(prepare_create(body))
+            try:
+                created = await self.store.create(info.plural, body)
+            except AlreadyExists:
+                if attempt + 1 < attempts:
+                    continue
+                raise already_exists(info, obj.metadata.name) from None
+            except StoreUnavailable as err:
+                raise StatusError(503, "ServiceUnavailable", str(err)) from None
+            log.info("created resource=%s namespace=%s name=%s", info.plural, namespace, obj.name)
+            return out_object(created)
+        raise already_exists(info, obj.metadata.name)  # unreachable: the loop returns or raises
+
+    async def update(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        raw: dict[str, Any],
+        dry_run: bool,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        wanted = parse(info, raw)
+        _place(info, wanted, namespace)
+        if wanted.metadata.name != name:
+            raise bad_request(
+                f"the name of the object ({wanted.metadata.name}) does not match the name on "
+                f"the URL ({name})"
+            )
+        existing_raw = await self.get_raw(info, namespace, name)
+        pinned = wanted.metadata.resource_version or ""
+        if subresource == "status":
+            new = copy.deepcopy(existing_raw)
+            status = raw.get("status")
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+            return await self._write(info, existing_raw, new, pinned, dry_run)
+        existing = info.model.model_validate(existing_raw)
+        try:
+            merged = merged_for_update(existing, wanted)
+        except InvalidObject as err:
+            raise _shape_error(info, name, err) from None
+        check_valid(info, merged)
+        return await self._write(info, existing_raw, merged.to_dict(), pinned, dry_run)
+
+    async def _write(
+        self,
+        info: ResourceInfo,
+        existing: dict[str, Any],
+        new: dict[str, Any],
+        pinned: str,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        meta = existing.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if pinned and pinned != meta.get("resourceVersion"):
+            raise conflict(info, name)
+        new["metadata"] = {**(new.get("metadata") or {}), "resourceVersion": ""}
+        if new == {**existing, "metadata": {**meta, "resourceVersion": ""}}:
+            return out_object(existing)  # a no-op update writes nothing, as upstream
+        new["metadata"]["resourceVersion"] = pinned
+        if dry_run:
+            return out_object(with_revision(new, int(meta.get("resourceVersion") or 0)))
+        updated = await self._call(info, name, lambda: self.store.update(info.plural, new))
+        log.info("updated resource=%s name=%s", info.plural, name)
+        return out_object(updated)
+
+    async def patch(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        apply: Callable[[dict[str, Any]], dict[str, Any]],
+        dry_run: bool,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Read, ``apply`` the patch, update; retried on a concurrent write unless the
+        patch itself names a resourceVersion (then that write's Conflict is returned)."""
+        for _ in range(PATCH_ATTEMPTS):
+            existing = await self.get_raw(info, namespace, name)
+            current_rv = str((existing.get("metadata") or {}).get("resourceVersion") or "")
+            patched = apply(out_object(copy.deepcopy(existing)))
+            if not isinstance(patched, dict):
+                raise bad_request("the patched object is not an object")
+            meta = patched.get("metadata")
+            pinned = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+            try:
+                return await self.update(info, namespace, name, patched, dry_run, subresource)
+            except StatusError as err:
+                if err.reason == "Conflict" and pinned == current_rv:
+                    continue  # someone wrote meanwhile: patch the newer object
+                raise
+        raise conflict(info, name)
+
+    async def delete(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        existing = await self.get_raw(info, namespace, name)
+        if uid and (existing.get("metadata") or {}).get("uid") != uid:
+            raise conflict(info, name)
+        if dry_run:
+            return out_object(existing)
+        gone = await self._call(
+            info, name, lambda: self.store.delete(info.plural, namespace, name, resource_version)
+        )
+        log.info("deleted resource=%s namespace=%s name=%s", info.plural, namespace, name)
+        return out_object(gone)
+
+    async def delete_collection(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        *,
+        label_selector: str | None,
+        field_selector: str | None,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        listed = await self.list(
+            info, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        gone: list[dict[str, Any]] = []
+        for item in listed["items"]:
+            meta = item.get("metadata") or {}
+            try:
+                gone.append(
+                    await self.delete(
+                        info, meta.get("namespace"), str(meta.get("name")), dry_run=dry_run
+                    )
+                )
+            except StatusError as err:
+                if err.reason != "NotFound":
+                    raise
+        return {**listed, "items": gone}

@@ -1,0 +1,51 @@
+"""``shiftnet apiserver``: serve the Kubernetes API over the store (kubectl, client libraries)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from shiftnet.apiserver.config import DEFAULT_LISTEN
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "apiserver",
+        help="serve the Kubernetes API (kubectl, client libraries) over the store",
+        description="Serve the Kubernetes REST API over HTTPS on the cluster store. On first "
+        "start it makes a CA, a serving certificate and an admin token under the state "
+        "directory and writes $SHIFTNET_HOME/kubeconfig for kubectl.",
+    )
+    p.add_argument(
+        "--api-listen",
+        metavar="ADDR:PORT",
+        help=f"HTTPS address (env SHIFTNET_API_LISTEN; default {DEFAULT_LISTEN})",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from shiftnet.apiserver.config import APIServerConfig
+    from shiftnet.cli.runtime import run_async
+
+    config = APIServerConfig.build(Path(args.state_dir), listen=args.api_listen)
+
+    async def serve() -> int:
+        from shiftnet.apiserver.server import APIServer
+        from shiftnet.store import open_store
+
+        store = open_store(args.store)
+        server = APIServer(store, config)
+        try:
+            await server.start()
+            print(f"Kubernetes API on {server.url}", flush=True)
+            print(f"export KUBECONFIG={config.kubeconfig_path}", flush=True)
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
+            await store.close()
+        return 0
+
+    return int(run_async(serve))
