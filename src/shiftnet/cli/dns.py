@@ -7,7 +7,13 @@ import asyncio
 import sys
 from typing import Any
 
-from shiftnet.dns.config import DEFAULT_DOMAIN, DEFAULT_LISTEN, DNSConfig
+from shiftnet.dns.config import (
+    DEFAULT_DOMAIN,
+    DEFAULT_LISTEN,
+    DEFAULT_MAX_TCP_CONNECTIONS,
+    DEFAULT_TCP_IDLE_TIMEOUT,
+    DNSConfig,
+)
 from shiftnet.dns.resolvconf import render_resolv_conf
 
 
@@ -31,6 +37,20 @@ def register(subparsers: Any) -> None:
         metavar="ADDR[:PORT]",
         help="resolver for names outside the cluster domain; repeatable "
         "(env SHIFTNET_DNS_UPSTREAM, comma-separated). Without one, such queries are REFUSED",
+    )
+    p.add_argument(
+        "--tcp-idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="close a TCP client that sends no query for this long (env "
+        f"SHIFTNET_DNS_TCP_IDLE_TIMEOUT; default {DEFAULT_TCP_IDLE_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-tcp-connections",
+        type=int,
+        metavar="N",
+        help="TCP clients served at once; at the limit the longest idle one is closed to admit "
+        f"a new one (env SHIFTNET_DNS_MAX_TCP_CONNECTIONS; default {DEFAULT_MAX_TCP_CONNECTIONS})",
     )
     p.add_argument(
         "--headless-empty",
@@ -72,6 +92,8 @@ def _config(args: argparse.Namespace) -> DNSConfig:
         ttl=getattr(args, "ttl", None),
         upstreams=getattr(args, "upstream", []),
         headless_empty_nxdomain=getattr(args, "headless_empty", "nxdomain") == "nxdomain",
+        tcp_idle_timeout=getattr(args, "tcp_idle_timeout", None),
+        max_tcp_connections=getattr(args, "max_tcp_connections", None),
     )
 
 

@@ -1,8 +1,9 @@
 """The cluster DNS as a ``shiftnet up`` component (``shiftnet.cluster.LocalCluster``).
 
 Settings come from ``ClusterConfig.extra["dns"]`` (keys ``listen``, ``domain``,
-``ttl``, ``upstreams``) and otherwise from the ``SHIFTNET_DNS_*`` environment,
-exactly as ``shiftnet dns`` reads them.
+``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``) and
+otherwise from the ``SHIFTNET_DNS_*`` environment, exactly as ``shiftnet dns``
+reads them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class DNSComponent:
             domain=opts.get("domain"),
             ttl=opts.get("ttl"),
             upstreams=opts.get("upstreams") or (),
+            tcp_idle_timeout=opts.get("tcp_idle_timeout"),
+            max_tcp_connections=opts.get("max_tcp_connections"),
         )
         self.server = DNSServer(cluster.require_store(), self.config)
 

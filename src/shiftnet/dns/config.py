@@ -16,6 +16,11 @@ from shiftnet.errors import ConfigError
 DEFAULT_LISTEN = "127.0.0.1:8053"
 DEFAULT_DOMAIN = "cluster.local"
 DEFAULT_TTL = 5
+# RFC 7766 6.2.3: idle TCP clients are closed after a timeout "of the order of
+# seconds", and at the connection limit the longest idle one makes room.
+DEFAULT_TCP_IDLE_TIMEOUT = 10.0
+DEFAULT_MAX_TCP_CONNECTIONS = 256
+MAX_TCP_IDLE_TIMEOUT = 3600.0
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -46,8 +51,8 @@ class DNSConfig:
     headless_empty_nxdomain: bool = True  # issue 7 and CoreDNS; the spec says NODATA
     max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
     upstream_timeout: float = 2.0
-    tcp_idle_timeout: float = 10.0
-    max_tcp_connections: int = 256
+    tcp_idle_timeout: float = DEFAULT_TCP_IDLE_TIMEOUT
+    max_tcp_connections: int = DEFAULT_MAX_TCP_CONNECTIONS
     max_forwards_in_flight: int = 1024
     sync_interval: float = 0.1  # least time between two zone rebuilds
 
@@ -58,6 +63,15 @@ class DNSConfig:
             raise ConfigError(f"ttl {self.ttl} must be between 0 and 2147483647 seconds")
         if not 512 <= self.max_udp_size <= 65535:
             raise ConfigError(f"max UDP size {self.max_udp_size} must be between 512 and 65535")
+        if not 0 < self.tcp_idle_timeout <= MAX_TCP_IDLE_TIMEOUT:
+            raise ConfigError(
+                f"TCP idle timeout {self.tcp_idle_timeout:g} must be more than 0 and at most "
+                f"{MAX_TCP_IDLE_TIMEOUT:g} seconds"
+            )
+        if not 1 <= self.max_tcp_connections <= 65535:
+            raise ConfigError(
+                f"max TCP connections {self.max_tcp_connections} must be between 1 and 65535"
+            )
 
     @property
     def zone_domain(self) -> str:
@@ -72,6 +86,8 @@ class DNSConfig:
         ttl: int | None = None,
         upstreams: Sequence[str] = (),
         headless_empty_nxdomain: bool = True,
+        tcp_idle_timeout: float | None = None,
+        max_tcp_connections: int | None = None,
         env: Mapping[str, str] | None = None,
     ) -> DNSConfig:
         """Flags win over ``SHIFTNET_DNS_*`` environment variables, which win over defaults."""
@@ -82,6 +98,19 @@ class DNSConfig:
             if not text.isdigit():
                 raise ConfigError(f"SHIFTNET_DNS_TTL {text!r} is not a number of seconds")
             ttl = int(text)
+        if tcp_idle_timeout is None and env.get("SHIFTNET_DNS_TCP_IDLE_TIMEOUT"):
+            text = env["SHIFTNET_DNS_TCP_IDLE_TIMEOUT"]
+            try:
+                tcp_idle_timeout = float(text)
+            except ValueError:
+                raise ConfigError(
+                    f"SHIFTNET_DNS_TCP_IDLE_TIMEOUT {text!r} is not a number of seconds"
+                ) from None
+        if max_tcp_connections is None and env.get("SHIFTNET_DNS_MAX_TCP_CONNECTIONS"):
+            text = env["SHIFTNET_DNS_MAX_TCP_CONNECTIONS"]
+            if not text.isdigit():
+                raise ConfigError(f"SHIFTNET_DNS_MAX_TCP_CONNECTIONS {text!r} is not a number")
+            max_tcp_connections = int(text)
         if not upstreams and env.get("SHIFTNET_DNS_UPSTREAM"):
             upstreams = [u for u in env["SHIFTNET_DNS_UPSTREAM"].replace(",", " ").split() if u]
         return cls(
@@ -91,4 +120,10 @@ class DNSConfig:
             ttl=DEFAULT_TTL if ttl is None else ttl,
             upstreams=tuple(parse_upstream(u) for u in upstreams),
             headless_empty_nxdomain=headless_empty_nxdomain,
+            tcp_idle_timeout=(
+                DEFAULT_TCP_IDLE_TIMEOUT if tcp_idle_timeout is None else tcp_idle_timeout
+            ),
+            max_tcp_connections=(
+                DEFAULT_MAX_TCP_CONNECTIONS if max_tcp_connections is None else max_tcp_connections
+            ),
         )

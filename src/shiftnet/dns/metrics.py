@@ -21,6 +21,8 @@ _COUNTERS = {
     "dropped": "Queries not answered (malformed beyond a header, responses, full buffers)",
     "internal_errors": "Queries that hit a bug in the server (each logged)",
     "zone_builds": "Times the cluster zone was rebuilt from the informer caches",
+    "tcp_evicted": "Idle TCP clients closed to admit a new one at the connection limit",
+    "tcp_refused": "TCP clients refused because every connection was busy being answered",
 }
 
 

@@ -22,6 +22,7 @@ import dns.message
 from shiftnet.api import Endpoints, Service
 from shiftnet.dns.config import DNSConfig
 from shiftnet.dns.responder import Forward, Responder
+from shiftnet.dns.tcp_slots import TCPSlots
 from shiftnet.dns.upstream import Upstreams
 from shiftnet.dns.zone import Zone, ZoneConfig, build_zone
 from shiftnet.errors import ConfigError
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 UDP_BATCH = 256  # datagrams handled per readiness event before yielding to the loop
 RCVBUF = 4 * 1024 * 1024
+TCP_BACKLOG = 1024  # a burst of new TCP clients waits in the kernel, not in SYN retries
 
 
 class DNSServer:
@@ -72,11 +74,13 @@ class DNSServer:
             "dropped": 0,
             "internal_errors": 0,
             "zone_builds": 0,
+            "tcp_evicted": 0,
+            "tcp_refused": 0,
         }
         self._udp: socket.socket | None = None
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._tcp_clients = 0
+        self._tcp_slots: TCPSlots[asyncio.StreamWriter] = TCPSlots(self.config.max_tcp_connections)
         self._forwards = 0
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -155,7 +159,9 @@ class DNSServer:
 
     async def _start_tcp(self) -> None:
         host, port = self.address
-        self._tcp = await asyncio.start_server(self._serve_tcp, host, port, reuse_address=True)
+        self._tcp = await asyncio.start_server(
+            self._serve_tcp, host, port, reuse_address=True, backlog=TCP_BACKLOG
+        )
 
     async def stop(self) -> None:
         await self.runner.stop()
@@ -293,37 +299,44 @@ class DNSServer:
     # ------------------------------------------------------------ TCP
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._tcp_clients >= self.config.max_tcp_connections:
+        """Queries on one connection until the client leaves, stays idle too long, or is
+        evicted to admit a newer client (see :mod:`shiftnet.dns.tcp_slots`)."""
+        slots = self._tcp_slots
+        admitted, evicted = slots.admit(writer)
+        if evicted is not None:
+            self.stats["tcp_evicted"] += 1
+            evicted.close()  # its reader sees EOF: its own task ends and releases nothing more
+        if not admitted:
+            self.stats["tcp_refused"] += 1
             writer.close()
             return
-        self._tcp_clients += 1
+        idle = self.config.tcp_idle_timeout
         try:
             while True:
                 try:
-                    head = await asyncio.wait_for(
-                        reader.readexactly(2), self.config.tcp_idle_timeout
-                    )
+                    head = await asyncio.wait_for(reader.readexactly(2), idle)
                     length = int.from_bytes(head, "big")
                     if length == 0:
                         break  # an empty message cannot be framed: the stream is garbage
-                    data = await asyncio.wait_for(
-                        reader.readexactly(length), self.config.tcp_idle_timeout
-                    )
+                    data = await asyncio.wait_for(reader.readexactly(length), idle)
                 except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
                     break
+                if not slots.holds(writer):
+                    break  # evicted while its query arrived
+                slots.busy(writer)
                 self.stats["tcp_queries"] += 1
                 reply = await self._answer_tcp(data)
-                if reply is None:
-                    continue
-                writer.write(len(reply).to_bytes(2, "big") + reply)
-                await writer.drain()
-        except ConnectionError:
+                if reply is not None:
+                    writer.write(len(reply).to_bytes(2, "big") + reply)
+                    await asyncio.wait_for(writer.drain(), idle)  # a client that never reads
+                slots.idle(writer)
+        except (ConnectionError, TimeoutError):
             pass
         except Exception as exc:
             self.stats["internal_errors"] += 1
             log.error("dns tcp failed error=%r", exc, exc_info=log.isEnabledFor(logging.DEBUG))
         finally:
-            self._tcp_clients -= 1
+            slots.release(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -62,6 +62,8 @@ def test_resolv_conf_follows_flags_and_env(tmp_path: Path) -> None:
         (["dns", "--listen", "nowhere", "resolv-conf", "x"], "listen address 'nowhere'"),
         (["dns", "--upstream", "dns.google", "--listen", "127.0.0.1:0"], "upstream 'dns.google'"),
         (["dns", "--domain", "bad_domain", "resolv-conf", "x"], "cluster domain 'bad_domain'"),
+        (["dns", "--tcp-idle-timeout", "0", "--listen", "127.0.0.1:0"], "TCP idle timeout 0"),
+        (["dns", "--max-tcp-connections", "0", "--listen", "127.0.0.1:0"], "max TCP connections"),
     ],
 )
 def test_bad_input_is_one_sentence_and_non_zero(

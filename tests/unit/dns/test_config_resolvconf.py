@@ -109,6 +109,8 @@ def test_metrics_collector_reads_the_server_counters() -> None:
             "dropped": 0,
             "internal_errors": 0,
             "zone_builds": 3,
+            "tcp_evicted": 4,
+            "tcp_refused": 0,
         }
         zone = build_zone([], [], ZoneConfig())
 
@@ -117,6 +119,7 @@ def test_metrics_collector_reads_the_server_counters() -> None:
     text = generate_latest(registry).decode()
     assert 'shiftnet_dns_queries_total{transport="udp"} 7.0' in text
     assert "shiftnet_dns_zone_builds_total 3.0" in text
+    assert "shiftnet_dns_tcp_evicted_total 4.0" in text
     assert "shiftnet_dns_zone_records 3.0" in text
 
 
@@ -132,3 +135,39 @@ def test_write_pod_resolv_conf(tmp_path) -> None:  # type: ignore[no-untyped-def
     assert path.stat().st_mtime_ns == mtime, "unchanged content is not rewritten"
     with pytest.raises(ValueError):
         write_pod_resolv_conf(str(tmp_path), "../etc", ("127.0.0.1", 8053))
+
+
+def test_tcp_settings_from_environment_then_flags() -> None:
+    env = {"SHIFTNET_DNS_TCP_IDLE_TIMEOUT": "2.5", "SHIFTNET_DNS_MAX_TCP_CONNECTIONS": "64"}
+    cfg = DNSConfig.build(env={})
+    assert (cfg.tcp_idle_timeout, cfg.max_tcp_connections) == (10.0, 256)
+    cfg = DNSConfig.build(env=env)
+    assert (cfg.tcp_idle_timeout, cfg.max_tcp_connections) == (2.5, 64)
+    cfg = DNSConfig.build(tcp_idle_timeout=1, max_tcp_connections=8, env=env)
+    assert (cfg.tcp_idle_timeout, cfg.max_tcp_connections) == (1.0, 8)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"tcp_idle_timeout": 0}, "TCP idle timeout 0 must be more than 0"),
+        ({"tcp_idle_timeout": 7200}, "TCP idle timeout 7200"),
+        ({"max_tcp_connections": 0}, "max TCP connections 0"),
+        ({"max_tcp_connections": 70000}, "max TCP connections 70000"),
+    ],
+)
+def test_bad_tcp_settings(kw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        DNSConfig(**kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SHIFTNET_DNS_TCP_IDLE_TIMEOUT": "soon"}, "SHIFTNET_DNS_TCP_IDLE_TIMEOUT 'soon'"),
+        ({"SHIFTNET_DNS_MAX_TCP_CONNECTIONS": "many"}, "SHIFTNET_DNS_MAX_TCP_CONNECTIONS 'many'"),
+    ],
+)
+def test_bad_tcp_environment(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        DNSConfig.build(env=env)
