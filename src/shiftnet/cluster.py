@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from shiftnet.errors import ConfigError, ShiftnetError
+from shiftnet.private_files import ensure_private_dir
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,12 @@ def _router(cluster: LocalCluster) -> Component:
     return RouterComponent(cluster)
 
 
+def _apiserver(cluster: LocalCluster) -> Component:
+    from shiftnet.apiserver.component import APIServerComponent
+
+    return APIServerComponent(cluster)
+
+
 # Start order; stopped in reverse. The claims step reads the store and settles this
 # cluster's loopback networks and ports (shiftnet.claims) before anything binds them;
 # DNS comes before the node so pods get its address.
@@ -183,6 +190,7 @@ COMPONENTS: list[ComponentFactory] = [
     _dns,
     NodeComponent,
     _router,
+    _apiserver,
 ]
 
 
@@ -221,7 +229,7 @@ class LocalCluster:
 
     def _take_lock(self) -> None:
         """One ``up`` per state directory: two would fight over pods and pid files."""
-        self.config.state_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.config.state_dir)  # the store and router keys live here
         path = self.config.state_dir / "up.lock"
         f = open(path, "a+")  # noqa: SIM115 - held open for the cluster's lifetime
         try:

@@ -31,6 +31,17 @@ def _loose(mode: int, private: int) -> bool:
     return bool(stat.S_IMODE(mode) & ~private & 0o777)
 
 
+def _refuse_shared(path: Path, st: os.stat_result) -> None:
+    """Never take ``/``, a home directory or a sticky one such as ``/tmp`` away from others."""
+    shared = bool(st.st_mode & stat.S_ISVTX)
+    resolved = path.resolve()
+    if shared or resolved == Path("/") or resolved == Path.home().resolve():
+        raise ConfigError(
+            f"directory {path} is shared with other files or users and cannot be made "
+            "private: give shiftnet a directory of its own (--state-dir)"
+        )
+
+
 def ensure_private_dir(path: Path | str) -> Path:
     """Create ``path`` (and missing parents) as 0700, or tighten it if it exists.
 
@@ -54,6 +65,7 @@ def ensure_private_dir(path: Path | str) -> Path:
         if not stat.S_ISDIR(st.st_mode):
             raise ConfigError(f"state directory {path} exists and is not a directory")
         if _loose(st.st_mode, PRIVATE_DIR_MODE):
+            _refuse_shared(path, st)
             os.chmod(path, PRIVATE_DIR_MODE)
             log.warning(
                 "tightened a directory readable by other users path=%s mode=%o new_mode=%o",

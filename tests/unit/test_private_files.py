@@ -121,3 +121,21 @@ def test_private_tree_of_a_private_dir_walks_nothing(tmp_path: Path) -> None:
     inner.chmod(0o644)  # a private parent already hides it; no walk on every start
     ensure_private_tree(state)
     assert _mode(state) == 0o700 and _mode(inner) == 0o644
+
+
+def test_shared_dirs_are_never_taken_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sticky = tmp_path / "shared"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    with pytest.raises(ConfigError, match="give shiftnet a directory of its own"):
+        ensure_private_tree(sticky)
+    assert _mode(sticky) == 0o1777
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(ConfigError, match="cannot be made private"):
+        ensure_private_dir(home)
+    assert _mode(home) == 0o755

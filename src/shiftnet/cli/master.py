@@ -108,10 +108,11 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> int:
         from shiftnet.master import Master
         from shiftnet.master.metrics import REGISTRY
+        from shiftnet.private_files import ensure_private_dir
         from shiftnet.store import open_store
 
         if args.store.startswith("sqlite:"):
-            args.state_dir.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(args.state_dir)
         store = open_store(args.store)
         master = Master(store, config)
         try:

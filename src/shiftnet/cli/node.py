@@ -123,11 +123,12 @@ def run(args: argparse.Namespace) -> int:
         metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def go() -> int:
+        from shiftnet.private_files import ensure_private_dir
         from shiftnet.sdn.agent import NodeAgent
         from shiftnet.sdn.metrics import REGISTRY
         from shiftnet.store import open_store
 
-        config.state_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(config.state_dir)
         store = open_store(args.store)
         agent = NodeAgent(store, config)
         try:

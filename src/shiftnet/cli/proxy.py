@@ -102,11 +102,12 @@ def run(args: argparse.Namespace) -> int:
         pass
 
     async def serve() -> int:
+        from shiftnet.private_files import ensure_private_dir
         from shiftnet.proxy import ServiceProxy
         from shiftnet.store import open_store
 
         if args.store.startswith("sqlite:"):
-            args.state_dir.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(args.state_dir)
         store = open_store(args.store)
         proxy = ServiceProxy(store, config)
         try:

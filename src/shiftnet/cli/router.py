@@ -62,14 +62,14 @@ def run(args: argparse.Namespace) -> int:
         metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def serve() -> int:
-        from shiftnet.private_files import ensure_private_tree
+        from shiftnet.private_files import ensure_private_dir
         from shiftnet.router import Router
         from shiftnet.router.metrics import REGISTRY
         from shiftnet.router.stats_auth import stats_line
         from shiftnet.store import open_store
 
         if args.store.startswith("sqlite:"):
-            ensure_private_tree(args.state_dir)
+            ensure_private_dir(args.state_dir)
         store = open_store(args.store)
         router = Router(store, config)
         try:

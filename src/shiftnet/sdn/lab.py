@@ -254,6 +254,9 @@ class Lab:
                     [
                         *base,
                         "router",
+                        # the router serves the lab's network, not only the node's loopback
+                        "--bind-address",
+                        machines[0].host_ip,
                         "--http-port",
                         str(http_port),
                         "--https-port",

@@ -85,7 +85,7 @@ def write_file_set(
     directory = Path(directory)
     for name in files:
         _check_name(name)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # keys and the stats password
     result = WriteResult()
     for name in sorted(files):
         path = directory / name
