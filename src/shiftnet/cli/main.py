@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from shiftnet.cli.settings import resolve_settings
 from shiftnet.errors import ShiftnetError
+from shiftnet.private_files import ensure_private_tree
 
 # One line per sub-command module; each exposes ``register(subparsers)``. Name the
 # module after its command (``shiftnet.cli.router`` registers ``router``): then
@@ -137,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = resolve_settings(args.store, args.state_dir, os.environ)
         args.store = settings.store_url
         args.state_dir = settings.state_dir
+        if settings.state_dir.is_dir():
+            # Keys and the store live there; an older version left it readable by all.
+            ensure_private_tree(settings.state_dir)
         # Children (pods, router, proxies started by `shiftnet up`) see the same cluster.
         os.environ["SHIFTNET_HOME"] = str(settings.state_dir)
         os.environ["SHIFTNET_STORE"] = settings.store_url
