@@ -157,10 +157,12 @@ def test_up_keeps_store_router_files_and_stats_password_private(
     shutil.copytree(DEMO, demo)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env["SHIFTNET_HOME"] = str(state)
+    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp_path / "clusters")  # not the machine's registry
     env["ROUTER_SERVICE_HTTP_PORT"] = str(free_port())
     env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
     env["STATS_PORT"] = str(free_port())
     env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
+    env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"  # never the host's 6443
     env.pop("STATS_USERNAME", None)
     env.pop("STATS_PASSWORD", None)
     args = ["up", "-f", str(demo), "--node-name", "private", "--wait", "20"]
