@@ -10,7 +10,9 @@ change costs about one route, not 10,000; hands the file set to the driver
 the ``status.ingress[]`` entry of each route it re-decided when it differs
 other than in timestamps. A Namespace change (shard labels) re-decides all.
 A failing sync is logged and retried on the next event; one bad route never
-stops the others (admission rejects it).
+stops the others: admission rejects what it can judge, the renderer leaves
+out what it cannot write, and a route HAProxy itself refuses is found by
+bisection and left out (``refusals.py``), so the router always starts.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route 
 from shiftnet.router.haproxy.assembly import Assembly
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.process import (
+    ConfigCheckFailed,
     HAProxyError,
     fit_limits,
     log_limits_once,
@@ -53,6 +56,7 @@ from shiftnet.router.haproxy.render import RenderPaths
 from shiftnet.router.haproxy.runtime import RuntimeAPIError, parse_show_stat
 from shiftnet.router.model import L7Model, PoolKey
 from shiftnet.router.model_index import ModelIndex
+from shiftnet.router.refusals import Refusals
 from shiftnet.router.stats_auth import StatsCredentials, stats_credentials
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
@@ -96,6 +100,11 @@ class Router:
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
         )
         self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
+        # Routes HAProxy refuses are found by bisection and left out; the rest is served.
+        self.refusals = Refusals(self.driver)
+        self.driver.on_rejected = self._on_rejected
+        self.driver.on_applied = self.refusals.applied
+        self._paths: RenderPaths | None = None
         # Endpoints changes first take the fast path: only their routes' backends.
         self._fast_runner = CoalescingRunner(self._sync_endpoints, name="router-endpoints")
         self._pending_pools: set[PoolKey] = set()  # for the endpoint fast path
@@ -175,9 +184,16 @@ class Router:
         await self.driver.stop(stop_haproxy=stop_haproxy)
 
     async def sync_now(self) -> None:
-        """Recompute and apply now, and finish any pending reload (tests, start-up)."""
+        """Recompute and apply now, and finish any pending reload (tests, start-up).
+
+        When HAProxy refuses the configuration, the routes it refuses are found
+        and left out, and the rest is applied: a router always starts.
+        """
         await self._sync()
         await self.driver.flush()
+        if self.refusals.pending:
+            await self._sync()
+            await self.driver.flush()
         await self._status_runner.flush()
 
     def _on_event(self, event_type: str, old: Any, new: Any) -> None:
@@ -270,14 +286,22 @@ class Router:
             namespaces = {n.metadata.name: n for n in self.namespaces.list()}
             decided = self._index.update({k: self.routes.get(*k) for k in routes}, namespaces)
         self._status_dirty |= decided
+        lifted = self.refusals.lift(decided, self.routes.get, assembly)  # changed: try again
         admitted: dict[RouteKey, tuple[Route, str] | None] = {}
         for key in decided:
             route = self._index.admitted.get(key)
             admitted[key] = (route, self._index.host_of(key)) if route is not None else None
         policies = self._models.update(admitted, pools)
+        for key in lifted - policies.keys():
+            policies[key] = self._models.policies.get(key)
         assembly.update(policies)
         self._status_dirty |= set(policies)
         return assembly.runtime_sections()
+
+    def _on_rejected(self, err: ConfigCheckFailed) -> None:
+        """The driver's ``haproxy -c`` refused a file set: find the routes on the next sync."""
+        self.refusals.rejected(err)
+        self._runner.kick()
 
     def _desired_entry(self, key: tuple[str, str], admitted: RouteIngress) -> RouteIngress:
         """Admission's entry, unless the renderer had to leave the route out."""
@@ -313,9 +337,16 @@ class Router:
                 default_certificate=str(self._default_cert),
             )
             self._assembly = Assembly(self.config, paths)
+            self._paths = paths
         self._advance()
         self.synced = True
+        if self.refusals.pending and self._paths is not None:
+            found = await self.refusals.isolate(
+                self._assembly, self._models.policies, self.routes.get, self._paths
+            )
+            self._status_dirty |= found.keys()
         files = self._assembly.files()
+        self.refusals.handed(files, self._assembly)
         log_maxconn_fit(self._assembly.fit)
         await self.driver.apply(files, self._assembly.split())
         self._write_index(
@@ -364,7 +395,8 @@ class Router:
                 elif (
                     not route.metadata.deletion_timestamp
                     and not in_shard(
-                        route, self.namespaces.get(None, route.metadata.namespace or ""),
+                        route,
+                        self.namespaces.get(None, route.metadata.namespace or ""),
                         self.config,
                     )
                     and any(e.router_name == self.config.name for e in route.status.ingress)

@@ -58,6 +58,8 @@ class Assembly:
         self._spares = r._spares_text(config.spare_backends, self._defaults)
         self.parts: dict[RouteKey, r._PolicyParts] = {}
         self.skipped: dict[RouteKey, str] = {}
+        # Routes HAProxy itself refused (router/haproxy/isolation.py): left out with why.
+        self.refused: dict[RouteKey, str] = {}
         self._order: list[RouteKey] = []  # routes whose own section is rendered, sorted
         self._wants: dict[str, dict[str, dict[RouteKey, tuple[_Rank, str]]]] = {
             m: {} for m in r.ALL_MAPS
@@ -118,13 +120,18 @@ class Assembly:
         """Render route ``key``; serve it now unless it joins a group (returned)."""
         if policy is None:
             return None
+        if key in self.refused:
+            self.skipped[key] = self.refused[key]
+            return None
         try:
             parts = r._policy_parts(policy, self._defaults)
         except escape.UnsafeValue as err:
             self.skipped[key] = str(err)
             log.warning(
                 "route skipped in haproxy configuration route=%s/%s reason=%r",
-                policy.namespace, policy.name, str(err),
+                policy.namespace,
+                policy.name,
+                str(err),
             )
             return None
         self.parts[key] = parts
@@ -175,9 +182,13 @@ class Assembly:
         sections: dict[str, str] = {}
         for key, (served, old) in before.items():
             new = self.parts.get(key)
-            if old is None or new is None or served != self._served.get(key) or (
-                old.backend, old.entries, old.crt_line, old.files
-            ) != (new.backend, new.entries, new.crt_line, new.files):
+            if (
+                old is None
+                or new is None
+                or served != self._served.get(key)
+                or (old.backend, old.entries, old.crt_line, old.files)
+                != (new.backend, new.entries, new.crt_line, new.files)
+            ):
                 return _Change({}, True)
             if served == new.backend:  # it holds the section its routes share
                 sections[served] = new.text
@@ -328,4 +339,3 @@ class Assembly:
                 bisect.insort(keys, map_key)
             lines[map_key] = line
         self._dirty_maps.add(name)
-

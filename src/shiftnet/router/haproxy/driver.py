@@ -15,6 +15,9 @@ with ``haproxy -c`` there; only a configuration that passes replaces the live
 files. When the check or the reload fails, the last good files are put back
 on disk (so a HAProxy restart serves them too), the error is logged, counted
 and kept in :attr:`HAProxyDriver.last_error`, and the next change tries again.
+A refused check is also handed to :attr:`HAProxyDriver.on_rejected`: the router
+then finds the routes HAProxy refuses (:meth:`HAProxyDriver.check_files` in a
+scratch directory, ``isolation.py``) and applies the others.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +150,10 @@ class HAProxyDriver:
             else HAProxyProcess(self.work_dir)
         )
         self.staging_dir = self.work_dir / "staging"
+        self.scratch_dir = self.work_dir / "scratch"  # check_files: candidate sets
+        # Told when ``haproxy -c`` refuses a file set, and when a set was checked and loaded.
+        self.on_rejected: Callable[[ConfigCheckFailed], None] | None = None
+        self.on_applied: Callable[[dict[str, bytes]], None] | None = None
         self._owed_marker = self.work_dir / "reload-owed"
         self.runtime = RuntimeAPI(self.process.run_dir / ADMIN_SOCKET)
         self.reloads = 0
@@ -386,6 +394,8 @@ class HAProxyDriver:
             await self.process.check(self.staging_dir / CONFIG_NAME)
         except ConfigCheckFailed as err:
             self._failed("check", err)
+            if self.on_rejected is not None:
+                self.on_rejected(err)
             raise
         async with self._apply_lock:
             t_write = time.monotonic()
@@ -416,6 +426,8 @@ class HAProxyDriver:
             self._live = LiveState.of(desired)
             self._owed_marker.unlink(missing_ok=True)
             self._write_aliases({})
+            if self.on_applied is not None:
+                self.on_applied(desired)
             log.info(
                 "haproxy configuration applied started=%s reloads=%d seconds=%.3f",
                 started,
@@ -461,6 +473,23 @@ class HAProxyDriver:
             reason,
             err,
         )
+
+    async def check_files(self, files: dict[str, bytes]) -> ConfigCheckFailed | None:
+        """``haproxy -c`` on a candidate file set in a scratch directory; None when it passes.
+
+        Nothing live is touched. The directory is private (it holds route keys)
+        and is emptied by :meth:`clear_scratch` once the caller is done.
+        """
+        self.scratch_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_file_set(self.scratch_dir, files)
+        try:
+            await self.process.check(self.scratch_dir / CONFIG_NAME)
+        except ConfigCheckFailed as err:
+            return err
+        return None
+
+    def clear_scratch(self) -> None:
+        shutil.rmtree(self.scratch_dir, ignore_errors=True)
 
     def clear_staging(self) -> None:
         shutil.rmtree(self.staging_dir, ignore_errors=True)
