@@ -6,6 +6,22 @@ The CLI prints ``str(err)`` and exits non-zero; a traceback is shown only with
 
 from __future__ import annotations
 
+# How much of a user's value an error message repeats: enough to recognise it
+# (the longest valid name or host, 253 characters, fits whole), never so much
+# that a 100 kB value floods the terminal.
+VALUE_LIMIT = 256
+NAME_LIMIT = 253
+
+
+def shorten(text: str, limit: int = VALUE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters for an error message, saying how much is left out.
+
+    The one helper every message that repeats user input goes through.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...({len(text) - limit} more characters)"
+
 
 class ShiftnetError(Exception):
     """Base of every error shiftnet raises on purpose."""
@@ -21,6 +37,7 @@ class InvalidObject(ShiftnetError):
         self.name = name
         self.field = field
         self.message = message
+        kind, name, field = shorten(kind), shorten(name, NAME_LIMIT), shorten(field, NAME_LIMIT)
         where = f'{kind} "{name}"' if name else kind
         super().__init__(
             f"{where} is invalid: {field}: {message}" if field else f"{where} is invalid: {message}"

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from shiftnet.errors import VALUE_LIMIT
+
 
 class ErrorType(StrEnum):
     REQUIRED = "Required value"
@@ -28,10 +30,12 @@ Value = str | int | float | bool | None
 
 
 def quote(value: Value) -> str:
-    """Render a value the way Go's %q / %v would in a Kubernetes message."""
+    """Render a value the way Go's %q / %v would in a Kubernetes message; a long
+    string is cut (:data:`shiftnet.errors.VALUE_LIMIT`) so no message echoes it whole."""
     if isinstance(value, str):
+        rest = len(value) - VALUE_LIMIT
         out = ['"']
-        for ch in value:
+        for ch in value[:VALUE_LIMIT]:
             if ch in ('"', "\\"):
                 out.append("\\" + ch)
             elif ch == "\n":
@@ -45,6 +49,8 @@ def quote(value: Value) -> str:
             else:
                 out.append(ch)
         out.append('"')
+        if rest > 0:
+            out.append(f"...({rest} more characters)")
         return "".join(out)
     if value is None:
         return "null"

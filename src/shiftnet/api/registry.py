@@ -11,7 +11,7 @@ from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.fielderrors import quote
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
-from shiftnet.errors import InvalidInput, InvalidObject
+from shiftnet.errors import InvalidInput, InvalidObject, shorten
 
 KINDS: tuple[type[Resource], ...] = (
     Namespace,
@@ -121,14 +121,15 @@ def parse_object(raw: Any, *, source: str = "") -> Resource:
         raise InvalidInput(f"{where}object has no kind")
     cls = kind_for_kind(kind)
     if cls is None:
-        raise InvalidInput(f'{where}unknown kind "{kind}"')
+        raise InvalidInput(f'{where}unknown kind "{shorten(kind)}"')
     api_version = raw.get("apiVersion")
     accepted = {cls.API_VERSION}
     if cls.API_VERSION != "v1":
         accepted.add("v1")  # OpenShift 3 clients still write routes as plain v1
     if api_version not in accepted:
         raise InvalidInput(
-            f'{where}{kind}: apiVersion "{api_version}" is not served (use "{cls.API_VERSION}")'
+            f'{where}{kind}: apiVersion "{shorten(str(api_version))}" is not served '
+            f'(use "{cls.API_VERSION}")'
         )
     name = ""
     meta = raw.get("metadata")

@@ -7,19 +7,22 @@ directory of manifests.
 
 from __future__ import annotations
 
-import json
+import io
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
-from shiftnet.errors import InvalidInput
+from shiftnet.cli.strict_yaml import MAX_NODES, ManifestLoader, expanded_size, load_json
+from shiftnet.errors import InvalidInput, shorten
 from shiftnet.sdn.workdir import resolve_workdir_annotation
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+MIB = 1024 * 1024
+MAX_OBJECT_BYTES = 3 * MIB  # what one Kubernetes request (so one object) may be
 
 
 @dataclass(frozen=True)
@@ -54,48 +57,96 @@ def manifest_files(path: str, recursive: bool = False) -> list[Path]:
     return [p]
 
 
-def _read_text(path: Path) -> str:
+def _too_big(name: str, line: int) -> InvalidInput:
+    return InvalidInput(
+        f"{name}: the document at line {line} is larger than {MAX_OBJECT_BYTES // MIB} MiB, "
+        "the most one object may be"
+    )
+
+
+def split_documents(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """``(first line, bytes)`` of each YAML document, read line by line: a ``---`` line
+    starts a new document, as kubectl splits them. A document over
+    :data:`MAX_OBJECT_BYTES` is refused as soon as it is, before the rest is read."""
+    chunk: list[bytes] = []
+    size = 0
+    start = lineno = 1
+    while line := stream.readline(MAX_OBJECT_BYTES + 1):
+        if chunk and line.startswith(b"---") and line[3:4] in (b"", b" ", b"\t", b"\r", b"\n"):
+            yield start, b"".join(chunk)
+            chunk, size, start = [], 0, lineno
+        chunk.append(line)
+        size += len(line)
+        if size > MAX_OBJECT_BYTES:
+            raise _too_big(name, start)
+        if line.endswith(b"\n"):
+            lineno += 1
+    if chunk:
+        yield start, b"".join(chunk)
+
+
+def _decode(raw: bytes, name: str, base: int) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise InvalidInput(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except OSError as err:
-        raise InvalidInput(f"{path}: cannot read: {err.strerror or err}") from None
+        raise InvalidInput(
+            f"{name}: not UTF-8 text ({err.reason} at byte {base + err.start})"
+        ) from None
+
+
+def _yaml_documents(text: str, name: str, first_line: int, counter: list[int]) -> list[Document]:
+    """The documents of one chunk; ``counter`` numbers documents across the file."""
+    docs: list[Document] = []
+    loader = ManifestLoader(text, line_offset=first_line - 1)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            counter[0] += 1
+            if node is None:
+                continue
+            line = node.start_mark.line + first_line
+            data = loader.construct_document(node)
+            if data is None:
+                continue  # an empty document between "---" lines
+            if expanded_size(data) > MAX_NODES:
+                raise InvalidInput(
+                    f"{name}: document {counter[0]} (line {line}): its aliases expand to more "
+                    f"than {MAX_NODES:,} values"
+                )
+            docs.extend(_expand(Document(data, name, counter[0], line)))
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + first_line}, column {mark.column + 1}: " if mark else ""
+        problem = err.problem or err.context or "malformed YAML"
+        raise InvalidInput(f"{name}: {where}invalid YAML: {problem}") from None
+    except yaml.YAMLError as err:
+        raise InvalidInput(f"{name}: invalid YAML: {shorten(str(err))}") from None
+    except RecursionError:  # a guard: composition is bounded, this should not happen
+        raise InvalidInput(f"{name}: invalid YAML: nesting too deep") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def parse_stream(stream: BinaryIO, name: str, as_json: bool = False) -> list[Document]:
+    """Every document of one file or stdin, each refused past :data:`MAX_OBJECT_BYTES`."""
+    if as_json:
+        raw = stream.read(MAX_OBJECT_BYTES + 1)
+        if len(raw) > MAX_OBJECT_BYTES:
+            raise _too_big(name, 1)
+        return _expand(Document(load_json(_decode(raw, name, 0), name), name, 1, 1))
+    docs: list[Document] = []
+    counter = [0]
+    offset = 0
+    for first_line, raw in split_documents(stream, name):
+        docs.extend(_yaml_documents(_decode(raw, name, offset), name, first_line, counter))
+        offset += len(raw)
+    return docs
 
 
 def parse_text(text: str, name: str, as_json: bool = False) -> list[Document]:
     """Split one file's text into documents (YAML multi-doc, or one JSON value)."""
-    if as_json:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise InvalidInput(
-                f"{name}: line {err.lineno}, column {err.colno}: invalid JSON: {err.msg}"
-            ) from None
-        return _expand(Document(data, name, 1, 1))
-    docs: list[Document] = []
-    loader = yaml.SafeLoader(text)
-    try:
-        index = 0
-        while loader.check_node():
-            node = loader.get_node()
-            index += 1
-            if node is None:
-                continue
-            data = loader.construct_document(node)
-            if data is None:
-                continue  # an empty document between "---" lines
-            docs.extend(_expand(Document(data, name, index, node.start_mark.line + 1)))
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = err.problem or err.context or "malformed YAML"
-        raise InvalidInput(f"{name}: {where}invalid YAML: {problem}") from None
-    except yaml.YAMLError as err:
-        raise InvalidInput(f"{name}: invalid YAML: {err}") from None
-    finally:
-        loader.dispose()
-    return docs
+    return parse_stream(io.BytesIO(text.encode("utf-8")), name, as_json)
 
 
 def _expand(doc: Document) -> list[Document]:
@@ -116,8 +167,9 @@ def read_manifests(
     docs: list[Document] = []
     for arg in paths:
         if arg == "-":
-            text = (stdin or sys.stdin).read()
-            stdin_docs = parse_text(text, "<stdin>", as_json=text.lstrip().startswith("{"))
+            stream = _binary(stdin or sys.stdin)
+            head = stream.peek(64) if isinstance(stream, io.BufferedReader) else b""
+            stdin_docs = parse_stream(stream, "<stdin>", as_json=head.lstrip().startswith(b"{"))
             for doc in stdin_docs:
                 resolve_workdir_annotation(doc.data, Path.cwd())
             docs.extend(stdin_docs)
@@ -126,8 +178,20 @@ def read_manifests(
         if not files:
             raise InvalidInput(f'no manifests (*.yaml, *.yml, *.json) found in "{arg}"')
         for f in files:
-            file_docs = parse_text(_read_text(f), str(f), as_json=f.suffix.lower() == ".json")
+            try:
+                with open(f, "rb") as stream:
+                    file_docs = parse_stream(stream, str(f), as_json=f.suffix.lower() == ".json")
+            except OSError as err:
+                raise InvalidInput(f"{f}: cannot read: {err.strerror or err}") from None
             for doc in file_docs:  # pods' "shiftnet.io/workdir: ." means this file's directory
                 resolve_workdir_annotation(doc.data, f.parent)
             docs.extend(file_docs)
     return docs
+
+
+def _binary(stream: Any) -> io.BufferedReader | io.BytesIO:
+    """stdin as bytes: its buffer, or a text stream (tests pass ``io.StringIO``) encoded."""
+    buffer = getattr(stream, "buffer", None)
+    if isinstance(buffer, io.BufferedReader):
+        return buffer
+    return io.BytesIO(stream.read().encode("utf-8"))

@@ -6,7 +6,7 @@ from typing import Any
 
 from shiftnet.api import Resource, kind_for_kind, parse_object
 from shiftnet.cli.manifests import Document
-from shiftnet.errors import InvalidInput, InvalidObject, ShiftnetError
+from shiftnet.errors import NAME_LIMIT, InvalidInput, InvalidObject, ShiftnetError, shorten
 
 DEFAULT_NAMESPACE = "default"
 
@@ -25,7 +25,8 @@ def _label(data: Any) -> str:
     if kind_for_kind(kind) is None:
         kind = ""  # an unknown kind is the error itself; name the object plainly
     meta = data.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
+    raw = meta.get("name") if isinstance(meta, dict) else None
+    name = shorten(raw, NAME_LIMIT) if isinstance(raw, str) else ""
     if kind and name:
         return f'{kind} "{name}": '
     if name:
@@ -46,9 +47,10 @@ def decode_document(doc: Document, namespace: str | None, *, validate: bool = Tr
     if cls.NAMESPACED:
         own = obj.metadata.namespace
         if namespace and own and own != namespace:
+            name, ns = shorten(obj.name, NAME_LIMIT), shorten(own, NAME_LIMIT)
             raise InvalidInput(
-                f'{doc.where}: {cls.KIND} "{obj.name}": the namespace from the provided object '
-                f'"{own}" does not match the namespace "{namespace}"; pass -n {own} or remove '
+                f'{doc.where}: {cls.KIND} "{name}": the namespace from the provided object '
+                f'"{ns}" does not match the namespace "{namespace}"; pass -n {ns} or remove '
                 "metadata.namespace"
             )
         obj.metadata.namespace = own or namespace or DEFAULT_NAMESPACE

@@ -18,7 +18,14 @@ from typing import Any
 import httpx
 
 from shiftnet.api.selectors import parse_selector
-from shiftnet.errors import AlreadyExists, Conflict, Expired, NotFound, StoreUnavailable
+from shiftnet.errors import (
+    AlreadyExists,
+    Conflict,
+    Expired,
+    NotFound,
+    StoreUnavailable,
+    shorten,
+)
 from shiftnet.store.base import EventType, ListResult, WatchEvent
 from shiftnet.store.meta import key_of, prepare_create, prepare_update, with_revision
 
@@ -60,6 +67,36 @@ def endpoints_from_url(url: str) -> list[str]:
     return [f"http://{h}" for h in hosts.split(",") if h]
 
 
+_OPERATIONS = {
+    "/v3/kv/range": "read",
+    "/v3/kv/put": "write",
+    "/v3/kv/txn": "write",
+    "/v3/kv/deleterange": "delete",
+    "/v3/kv/compaction": "compaction",
+    "/v3/watch": "watch",
+}
+
+
+def describe_failure(exc: Exception, timeout: float) -> str:
+    """What went wrong talking to one endpoint, as a user reads it (httpx's own text
+    is often empty: ``ReadTimeout: ``)."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"connection timed out after {timeout:g} s"
+    if isinstance(exc, httpx.PoolTimeout):
+        return f"no free connection within {timeout * 3:g} s"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"request timed out after {timeout:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        text = str(exc)
+        if "refused" in text.lower():
+            return "connection refused (is etcd running there?)"
+        return f"cannot connect: {text or type(exc).__name__}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the connection broke: {exc or type(exc).__name__}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class EtcdStore:
     def __init__(self, url: str, *, timeout: float = 10.0) -> None:
         self.url = url
@@ -81,22 +118,29 @@ class EtcdStore:
         return self._client
 
     async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST to the first endpoint that answers; rotate on connection errors."""
-        last: Exception | None = None
+        """POST to the first endpoint that answers; rotate on connection errors.
+
+        Failing, the error says what was asked (``read``, ``write``...) and what each
+        endpoint did: ``cannot reach etcd at http://h:2379 (read): request timed out after 10 s``.
+        """
+        failures: list[str] = []
+        what = _OPERATIONS.get(path, path)
         for i in range(len(self.endpoints)):
             ep = self.endpoints[(self._current + i) % len(self.endpoints)]
             try:
                 resp = await self._http().post(ep + path, json=body, timeout=self._timeout)
             except httpx.HTTPError as exc:
-                last = exc
+                failures.append(f"{ep} ({what}): {describe_failure(exc, self._timeout)}")
                 continue
             self._current = (self._current + i) % len(self.endpoints)
             if resp.status_code != 200:
-                raise StoreUnavailable(f"etcd at {ep} refused {path}: {resp.text.strip()}")
+                detail = shorten(" ".join(resp.text.split()), 300)
+                raise StoreUnavailable(
+                    f"etcd at {ep}: {what} refused with HTTP {resp.status_code}: {detail}"
+                )
             out: dict[str, Any] = resp.json()
             return out
-        reason = f"{type(last).__name__}: {last}" if last is not None else "no endpoint"
-        raise StoreUnavailable(f"cannot reach etcd at {', '.join(self.endpoints)}: {reason}")
+        raise StoreUnavailable("cannot reach etcd at " + "; at ".join(failures))
 
     @staticmethod
     def _decode_kv(kv: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +287,7 @@ class EtcdStore:
                             yield self._event(resource, ev)
                 last_error = StoreUnavailable("the watch stream ended")
             except httpx.HTTPError as exc:
-                last_error = exc
+                last_error = StoreUnavailable(describe_failure(exc, self._timeout))
                 continue
         raise StoreUnavailable(f"etcd watch lost at {', '.join(self.endpoints)}: {last_error}")
 
