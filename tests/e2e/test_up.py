@@ -80,6 +80,8 @@ def up_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
     env["STATS_PORT"] = str(free_port())
     env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
+    env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"  # never the host's 6443
+    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp_path / "clusters")  # claims of this test only
     yield state, env
 
 
@@ -140,7 +142,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
     try:
         up.read_until(r"Press Ctrl-C", timeout=120)
         out = "\n".join(up.lines)
-        for comp in ("store", "master", "proxy", "dns", "node", "router"):
+        for comp in ("store", "master", "proxy", "dns", "node", "router", "api"):
             assert f"starting {comp}" in out, out
         assert "pod/hello-1 created" in out
         assert "route.route.openshift.io/test created" in out
@@ -166,7 +168,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             port=int(dns_port),
             timeout=5,
         )
-        assert answer.answer and str(answer.answer[0][0]).startswith("127.30."), answer
+        assert answer.answer and str(answer.answer[0][0]).startswith("127."), answer
         # ... and the user-space proxy serves that ClusterIP from the service's pods.
         cluster_ip = str(answer.answer[0][0])
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
@@ -186,6 +188,26 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         logs = subprocess.run(
             [str(SHIFTNET), "logs", "hello-1", "-n", "demo"],
             env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert "podserver pod=hello-1 ns=demo listening on" in logs.stdout, logs.stderr
+        # kubectl, with the kubeconfig `up` printed, sees the same pods and their logs.
+        assert f"export KUBECONFIG={state / 'kubeconfig'}" in out, out
+        kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))
+        kubectl = ["/usr/bin/kubectl"]
+        got = subprocess.run(
+            [*kubectl, "get", "pods", "-A"],
+            env=kube_env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert re.search(r"demo\s+hello-2\s+1/1\s+Running", got.stdout), got.stdout + got.stderr
+        logs = subprocess.run(
+            [*kubectl, "logs", "hello-1", "-n", "demo", "--tail=5"],
+            env=kube_env,
             capture_output=True,
             text=True,
             timeout=30,

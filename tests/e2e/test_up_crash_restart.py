@@ -162,6 +162,7 @@ def test_restart_after_sigkill_keeps_the_pod_ready_and_in_its_endpoints(tmp_path
     env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
     env["STATS_PORT"] = str(free_port())
     env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
+    env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"  # never the host's 6443
     manifest = tmp_path / "crash.yaml"
     manifest.write_text(MANIFEST)
     net = f"127.{random.randint(100, 199)}.0.0/16"  # apart from other tests' pods

@@ -4,10 +4,10 @@ It runs after the store (it reads the stored ClusterNetwork) and before the
 master, proxy, DNS and router, whose settings it fills in
 ``ClusterConfig``: ``cluster_network``, ``service_network``,
 ``extra["router"]`` (``ROUTER_SERVICE_HTTP_PORT``, ``ROUTER_SERVICE_HTTPS_PORT``,
-``STATS_PORT``) and ``extra["dns"]["listen"]``. Under the registry's lock it
-reads the other clusters' claims, probes what is bound, applies the rules of
-:mod:`shiftnet.claims.picking`, and records the result in the state
-directory and the registry before releasing the lock. Only local network
+``STATS_PORT``), ``extra["dns"]["listen"]`` and ``extra["apiserver"]["listen"]``.
+Under the registry's lock it reads the other clusters' claims, probes what is
+bound, applies the rules of :mod:`shiftnet.claims.picking`, and records the
+result in the state directory and the registry before releasing the lock. Only local network
 mode claims anything: SDN mode's addresses live in namespaces.
 """
 
@@ -42,8 +42,10 @@ def _port(env: str, text: str) -> int:
     return int(value)
 
 
-def given_ports(router_env: Mapping[str, str], dns_listen: str | None) -> dict[str, int]:
-    """The ports flags or environment name (router variables, DNS listen address)."""
+def given_ports(
+    router_env: Mapping[str, str], dns_listen: str | None, api_listen: str | None = None
+) -> dict[str, int]:
+    """The ports flags or environment name (router variables, DNS and API listen addresses)."""
     from shiftnet.dns.config import parse_listen
 
     ports = {
@@ -53,6 +55,8 @@ def given_ports(router_env: Mapping[str, str], dns_listen: str | None) -> dict[s
     }
     if dns_listen:
         ports["dns"] = parse_listen(dns_listen)[1]
+    if api_listen:
+        ports["api"] = parse_listen(api_listen)[1]
     return ports
 
 
@@ -73,6 +77,11 @@ class ClaimsComponent:
     def _dns_listen(self) -> str | None:
         opts = self.cluster.config.extra.get("dns") or {}
         value = opts.get("listen") or self.environ.get("SHIFTNET_DNS_LISTEN")
+        return str(value) if value else None
+
+    def _api_listen(self) -> str | None:
+        opts = self.cluster.config.extra.get("apiserver") or {}
+        value = opts.get("listen") or self.environ.get("SHIFTNET_API_LISTEN")
         return str(value) if value else None
 
     async def _stored_networks(self) -> dict[str, str]:
@@ -114,7 +123,7 @@ class ClaimsComponent:
         request = Request(
             given_networks=networks,
             stored_networks=await self._stored_networks(),
-            given_ports=given_ports(router_env, dns_listen),
+            given_ports=given_ports(router_env, dns_listen, self._api_listen()),
             root=os.geteuid() == 0,
         )
         state_dir = Path(cfg.state_dir).absolute()
@@ -154,8 +163,14 @@ class ClaimsComponent:
         host = f"[{dns_host}]" if ":" in dns_host else dns_host
         dns["listen"] = f"{host}:{decision.claims.ports['dns']}"
         cfg.extra["dns"] = dns
-        # A component added to PORT_ROLES (the API server) gets its port here the same way,
-        # e.g. cfg.extra["apiserver"] = {"listen": f"127.0.0.1:{ports['api']}"}.
+        from shiftnet.dns.config import parse_listen
+
+        api = dict(cfg.extra.get("apiserver") or {})
+        api_given = self._api_listen()
+        api_host = parse_listen(api_given)[0] if api_given else DEFAULT_DNS_HOST
+        api_host = f"[{api_host}]" if ":" in api_host else api_host
+        api["listen"] = f"{api_host}:{decision.claims.ports['api']}"
+        cfg.extra["apiserver"] = api
 
     async def stop(self) -> None:
         return None  # claims outlive a stop: the next start keeps them

@@ -84,9 +84,7 @@ PORT_ROLES: tuple[PortRole, ...] = (
     ),
     PortRole("routerStats", "router stats port", "--stats-port (STATS_PORT)", 1936),
     PortRole("dns", "cluster DNS port", "--dns-listen (SHIFTNET_DNS_LISTEN)", 8053),
-    # The Kubernetes API server, once `shiftnet up` runs one, is one more row here
-    # (e.g. PortRole("api", "API server port", "--api-listen", 16443)): it is then
-    # picked, kept, checked and printed like the others.
+    PortRole("api", "Kubernetes API port", "--api-listen (SHIFTNET_API_LISTEN)", 6443),
 )
 
 

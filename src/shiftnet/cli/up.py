@@ -1,7 +1,7 @@
 """``shiftnet up [-f FILE|DIR ...]``: the main job, a whole cluster on this machine.
 
 Starts the store (embedded SQLite in the state directory unless ``--store``
-says otherwise), the master controllers and a node agent
+says otherwise), the master controllers, a node agent and the Kubernetes API
 (:class:`shiftnet.cluster.LocalCluster`), applies the manifests, waits for
 their pods to become ready, prints what runs and what to try next, and runs
 until Ctrl-C or SIGTERM. Shutdown stops every component and every pod
@@ -24,7 +24,7 @@ from shiftnet.cli.objects import decode_documents
 from shiftnet.cli.runtime import run_async
 from shiftnet.cli.settings import DEFAULT_HOME
 from shiftnet.client import Client
-from shiftnet.cluster import ClusterConfig, LocalCluster
+from shiftnet.cluster import COMPONENTS, ClusterConfig, ComponentFactory, LocalCluster
 from shiftnet.router.config import OPTIONS, add_router_flags
 from shiftnet.sdn.config import check_node_name, default_node_name
 
@@ -79,6 +79,16 @@ def register(subparsers: Any) -> None:
         help="cluster DNS address (env SHIFTNET_DNS_LISTEN; default 127.0.0.1 and port 8053, or "
         "the next free one, kept by the cluster)",
     )
+    p.add_argument(
+        "--api-listen",
+        metavar="ADDR:PORT",
+        help="Kubernetes API (HTTPS) address (env SHIFTNET_API_LISTEN; default 127.0.0.1:6443)",
+    )
+    p.add_argument(
+        "--no-api",
+        action="store_true",
+        help="do not serve the Kubernetes API (kubectl then cannot reach this cluster)",
+    )
     add_router_flags(p)
     p.add_argument(
         "--wait",
@@ -88,6 +98,11 @@ def register(subparsers: Any) -> None:
         help="how long to wait for the applied pods to become ready (default 60)",
     )
     p.set_defaults(func=run)
+
+
+def components_for(args: argparse.Namespace) -> list[ComponentFactory]:
+    """Every component, less the API server with ``--no-api``."""
+    return [f for f in COMPONENTS if not (args.no_api and f.__name__ == "_apiserver")]
 
 
 def say(line: str) -> None:
@@ -228,12 +243,13 @@ def run(args: argparse.Namespace) -> int:
         extra={
             "router": router_settings(args),
             "dns": {"listen": args.dns_listen} if args.dns_listen else {},
+            "apiserver": {"listen": args.api_listen} if args.api_listen else {},
             **({"proxy_mode": args.proxy_mode} if args.proxy_mode else {}),
         },
     )
 
     async def go() -> int:
-        cluster = LocalCluster(config, progress=say)
+        cluster = LocalCluster(config, components_for(args), progress=say)
         code = 0
         try:
             await cluster.start()

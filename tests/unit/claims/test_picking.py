@@ -67,6 +67,7 @@ def test_first_cluster_gets_the_defaults() -> None:
         "routerHTTPS": 10443,
         "routerStats": 1936,
         "dns": 8053,
+        "api": 6443,
     }
     assert set(d.origins.values()) == {"new"}
 
@@ -121,7 +122,7 @@ def test_ranges_claimed_with_other_sizes_are_avoided() -> None:
 def test_a_restart_keeps_the_store_s_networks_and_the_record_s_ports() -> None:
     kept = Claims(
         {"clusterNetwork": "127.12.0.0/16", "serviceNetwork": "127.33.0.0/16"},
-        {"routerHTTP": 10085, "routerHTTPS": 10450, "routerStats": 1940, "dns": 8060},
+        {"routerHTTP": 10085, "routerHTTPS": 10450, "routerStats": 1940, "dns": 8060, "api": 6450},
     )
     stored = {"clusterNetwork": "127.12.0.0/16", "serviceNetwork": "127.33.0.0/16"}
     # Its own pods still bind addresses in its ranges (adopted after a crash): not a conflict.
@@ -274,7 +275,7 @@ def test_the_result_depends_only_on_the_input() -> None:
     assert describe(one) == (
         "cluster network 127.13.0.0/16 (new), service network 127.32.0.0/16 (new), "
         "router HTTP port 10081 (new), router HTTPS port 10444 (new), router stats port 1936 "
-        "(new), cluster DNS port 8055 (new)"
+        "(new), cluster DNS port 8055 (new), Kubernetes API port 6443 (new)"
     )
 
 
