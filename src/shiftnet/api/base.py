@@ -30,16 +30,34 @@ class Wire(BaseModel):
 
 
 class ObjectMeta(Wire):
-    name: str = ""
-    generate_name: str | None = None
-    namespace: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-    uid: str | None = None
-    resource_version: str | None = None
-    generation: int | None = None
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
+    """Metadata every object has: its name, namespace, labels and bookkeeping."""
+
+    name: str = Field("", description="The object's name, unique per kind within a namespace.")
+    generate_name: str | None = Field(
+        None, description="A prefix from which the server makes a unique name when name is empty."
+    )
+    namespace: str | None = Field(
+        None, description="The namespace of a namespaced object; empty for cluster-wide kinds."
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Key/value pairs that selectors match on."
+    )
+    annotations: dict[str, str] = Field(
+        default_factory=dict, description="Key/value pairs for tools and settings; not selectable."
+    )
+    uid: str | None = Field(None, description="Unique for all time; set by the server.")
+    resource_version: str | None = Field(
+        None,
+        description="The version of the object the server stored, for optimistic concurrency "
+        "and watches. Opaque to clients.",
+    )
+    generation: int | None = Field(None, description="Counts changes to the desired state.")
+    creation_timestamp: str | None = Field(
+        None, description="When the server created the object (RFC 3339, UTC)."
+    )
+    deletion_timestamp: str | None = Field(
+        None, description="When the object is to be deleted; set by the server."
+    )
 
 
 class Condition(Wire):

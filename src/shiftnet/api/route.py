@@ -8,9 +8,15 @@ from shiftnet.api.base import Resource, Wire
 
 
 class RouteTargetReference(Wire):
-    kind: str = "Service"
-    name: str
-    weight: int | None = 100
+    """A backend of a route: a service and the share of requests it gets."""
+
+    kind: str = Field("Service", description="The kind of the backend; only Service is allowed.")
+    name: str = Field(description="The name of the service in the route's namespace.")
+    weight: int | None = Field(
+        100,
+        description="The backend's share of requests relative to the other backends, 0 to 256 "
+        "(default 100); a backend with weight 0 gets none.",
+    )
 
     @field_validator("kind")
     @classmethod
@@ -20,27 +26,92 @@ class RouteTargetReference(Wire):
 
 
 class RoutePort(Wire):
-    target_port: int | str
+    """Which port of the service's endpoints the router sends traffic to."""
+
+    target_port: int | str = Field(
+        description="The target port on the pods, by number or by the service port's name."
+    )
 
 
 class TLSConfig(Wire):
-    termination: str
-    certificate: str | None = None
-    key: str | None = None
-    ca_certificate: str | None = None
-    destination_ca_certificate: str | None = Field(default=None, alias="destinationCACertificate")
-    insecure_edge_termination_policy: str | None = None
+    """How the router secures a route with TLS and where the encryption ends."""
+
+    termination: str = Field(
+        description="Where TLS ends. edge: at the router, which speaks plain HTTP to the pods. "
+        "passthrough: the router forwards the encrypted stream untouched, choosing the backend "
+        "by SNI, and the pods end TLS. reencrypt: the router ends TLS and opens a new TLS "
+        "connection to the pods.",
+        json_schema_extra={"enum": ["edge", "passthrough", "reencrypt"]},
+    )
+    certificate: str | None = Field(
+        None,
+        description="The PEM certificate the router presents for the route's host, optionally "
+        "followed by its intermediate certificates. Not allowed with passthrough.",
+    )
+    key: str | None = Field(
+        None,
+        description="The PEM private key of the certificate. Not allowed with passthrough.",
+    )
+    ca_certificate: str | None = Field(
+        None,
+        description="PEM CA certificates that complete the certificate's chain to a trusted "
+        "root. Not allowed with passthrough.",
+    )
+    destination_ca_certificate: str | None = Field(
+        default=None,
+        alias="destinationCACertificate",
+        description="For reencrypt: the PEM CA certificate the router trusts when it checks "
+        "the pods' certificates. Without it the router uses the cluster's service CA.",
+    )
+    insecure_edge_termination_policy: str | None = Field(
+        None,
+        description="What the router does with plain-HTTP requests for a TLS route. None (or "
+        "empty): they are refused. Allow: they are served over HTTP too (edge and reencrypt "
+        "only). Redirect: they are redirected to HTTPS.",
+        json_schema_extra={"enum": ["", "None", "Allow", "Redirect"]},
+    )
 
 
 class RouteSpec(Wire):
-    host: str = ""
-    subdomain: str | None = None
-    path: str = ""
-    to: RouteTargetReference
-    alternate_backends: list[RouteTargetReference] = Field(default_factory=list)
-    port: RoutePort | None = None
-    tls: TLSConfig | None = None
-    wildcard_policy: str = "None"
+    """What a route exposes: a host and path, the services behind them, and TLS."""
+
+    host: str = Field(
+        "",
+        description="The DNS name the route answers on, a lowercase RFC 1123 subdomain. When "
+        "empty the router may generate one.",
+    )
+    subdomain: str | None = Field(
+        None,
+        description="A DNS subdomain the router combines with its own domain to form the host, "
+        "used when host is empty.",
+    )
+    path: str = Field(
+        "",
+        description="A path prefix: only requests whose path starts with it are sent to this "
+        "route. Must begin with /. Not allowed with passthrough termination.",
+    )
+    to: RouteTargetReference = Field(
+        description="The service that receives the route's traffic (with alternateBackends, "
+        "its share by weight)."
+    )
+    alternate_backends: list[RouteTargetReference] = Field(
+        default_factory=list,
+        description="Up to 3 more services that share the route's traffic by weight.",
+    )
+    port: RoutePort | None = Field(
+        None,
+        description="The port of the service's endpoints to use. When unset, every port of the "
+        "service is served.",
+    )
+    tls: TLSConfig | None = Field(
+        None, description="Serve the route over TLS, and how. When unset the route is plain HTTP."
+    )
+    wildcard_policy: str = Field(
+        "None",
+        description="Subdomain: the route also serves every host of its host's domain. None: "
+        "only its own host.",
+        json_schema_extra={"enum": ["None", "Subdomain"]},
+    )
 
 
 class RouteIngressCondition(Wire):
@@ -52,24 +123,35 @@ class RouteIngressCondition(Wire):
 
 
 class RouteIngress(Wire):
-    host: str | None = None
-    router_name: str
+    """One router's view of the route: whether it admitted it, and on which host."""
+
+    host: str | None = Field(None, description="The host this router serves the route on.")
+    router_name: str = Field(description="The name of the router that wrote this entry.")
     conditions: list[RouteIngressCondition] = Field(default_factory=list)
     wildcard_policy: str | None = None
     router_canonical_hostname: str | None = None
 
 
 class RouteStatus(Wire):
-    ingress: list[RouteIngress] = Field(default_factory=list)
+    """What the routers did with a route."""
+
+    ingress: list[RouteIngress] = Field(
+        default_factory=list,
+        description="One entry per router that considered the route, written by that router.",
+    )
 
 
 class Route(Resource):
+    """Exposes a service at a host name, through the cluster's routers."""
+
     API_VERSION = "route.openshift.io/v1"
     KIND = "Route"
     RESOURCE = "routes"
 
-    spec: RouteSpec
-    status: RouteStatus = Field(default_factory=RouteStatus)
+    spec: RouteSpec = Field(description="What the route exposes and how.")
+    status: RouteStatus = Field(
+        default_factory=RouteStatus, description="What the routers did with the route; read-only."
+    )
 
     @property
     def termination(self) -> str | None:
