@@ -132,7 +132,10 @@ class LeakProbe(_Settling):
 
     def problem(self) -> str | None:
         """A sentence saying what grew beyond its bound now, or ``None``."""
-        self.last = now = usage(self.pid)
+        try:
+            self.last = now = usage(self.pid)
+        except ProcessLookupError:  # e.g. an HAProxy worker replaced by a reload
+            raise AssertionError(f"{self.name} (pid {self.pid}) exited while measured") from None
         faults = []
         if now.fd_count > self.before.fd_count + self.fd_slack:
             faults.append(
