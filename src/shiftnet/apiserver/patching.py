@@ -1,18 +1,23 @@
 """The PATCH body types, each turned into one function ``object -> patched object``.
 
-JSON merge patch (RFC 7386) is applied here; a strategic merge patch that
-uses no directive (``$patch``, ``$setElementOrder``, ...) and no lists is the
-same as a merge patch and is applied as one.
+The patch arithmetic is :mod:`shiftnet.apiserver.patch`; here the media type
+picks it and its errors become ``Status`` answers: a patch that is not a
+patch is 400, one that cannot apply to this object is 422.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
+from shiftnet.apiserver.patch import (
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import StatusError, bad_request
+from shiftnet.errors import InvalidPatch, PatchNotApplicable
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -21,37 +26,28 @@ JSON_PATCH = "application/json-patch+json"
 Patch = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge key by key, null removes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
+def _checked(fn: Callable[[dict[str, Any]], Any]) -> Patch:
+    def run(obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            out = fn(obj)
+        except InvalidPatch as err:
+            raise bad_request(str(err)) from None
+        except PatchNotApplicable as err:
+            raise StatusError(422, "Invalid", str(err)) from None
+        if not isinstance(out, dict):
+            raise StatusError(422, "Invalid", "the patched document is not an object")
+        return out
 
-
-def _plain(patch: Any) -> bool:
-    if isinstance(patch, dict):
-        return all(not str(k).startswith("$") and _plain(v) for k, v in patch.items())
-    return not isinstance(patch, list)
+    return run
 
 
 def patch_function(content_type: str, patch: Any, info: ResourceInfo) -> Patch:
-    if content_type == MERGE or (content_type == STRATEGIC and _plain(patch)):
-        if not isinstance(patch, dict):
-            raise bad_request("a merge patch must be a JSON object")
-        return lambda obj: merge_patch(obj, patch)
-    if content_type in (STRATEGIC, JSON_PATCH):
-        raise StatusError(
-            415,
-            "UnsupportedMediaType",
-            f"{content_type} with lists or directives is not served yet for {info.qualified}: "
-            "use a merge patch",
-        )
+    if content_type == MERGE:
+        return _checked(lambda obj: apply_merge_patch(obj, patch))
+    if content_type == STRATEGIC:
+        return _checked(lambda obj: apply_strategic_merge_patch(obj, patch, info.model))
+    if content_type == JSON_PATCH:
+        return _checked(lambda obj: apply_json_patch(obj, patch))
     raise StatusError(
         415,
         "UnsupportedMediaType",

@@ -1,0 +1,217 @@
+"""The real kubectl against a running ``shiftnet apiserver``: what users type, what they see."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.support.apiserver import KUBECTL, APIServerProcess
+
+from shiftnet.sdn.pods import log_dir
+
+pytestmark = pytest.mark.integration
+
+# kubectl validates against the server's OpenAPI document before it sends.
+NO_CLIENT_SCHEMA = "--validate=false"
+
+ROUTE = """\
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: web
+  labels: {app: web, tier: front}
+spec:
+  host: web.example.com
+  to: {kind: Service, name: web}
+"""
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: metrics, port: 9100}
+"""
+PASSTHROUGH_WITH_PATH = """\
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: secure}
+spec:
+  host: secure.example.com
+  path: /admin
+  to: {kind: Service, name: web}
+  tls: {termination: passthrough}
+"""
+
+
+def apply(api: APIServerProcess, path: Path) -> str:
+    return api.ok("apply", NO_CLIENT_SCHEMA, "-f", str(path)).strip()
+
+
+def test_apply_creates_then_unchanged_then_configured(
+    api: APIServerProcess, tmp_path: Path
+) -> None:
+    route, svc = tmp_path / "route.yaml", tmp_path / "svc.yaml"
+    route.write_text(ROUTE)
+    svc.write_text(SERVICE)
+    assert apply(api, route) == "route.route.openshift.io/web created"
+    assert apply(api, svc) == "service/web created"
+    assert apply(api, route) == "route.route.openshift.io/web unchanged"
+    assert apply(api, svc) == "service/web unchanged"
+    route.write_text(ROUTE.replace("web.example.com", "www.example.com"))
+    # a strategic merge patch on the Service's ports list (merge key: port)
+    svc.write_text(SERVICE.replace("targetPort: 8080", "targetPort: 8081"))
+    assert apply(api, route) == "route.route.openshift.io/web configured"
+    assert apply(api, svc) == "service/web configured"
+    got = api.json("get", "route", "web")
+    assert got["spec"]["host"] == "www.example.com"
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+    ports = api.json("get", "svc", "web")["spec"]["ports"]
+    assert [(p["name"], p["port"], p.get("targetPort")) for p in ports] == [
+        ("http", 80, 8081),
+        ("metrics", 9100, None),
+    ]
+    # removing a port from the file removes it from the object
+    svc.write_text(SERVICE.replace("  - {name: metrics, port: 9100}\n", ""))
+    assert apply(api, svc) == "service/web configured"
+    assert [p["name"] for p in api.json("get", "svc", "web")["spec"]["ports"]] == ["http"]
+
+
+def test_get_yaml_jsonpath_and_label_selectors(api: APIServerProcess, tmp_path: Path) -> None:
+    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE)
+    other = ROUTE.replace("name: web\n", "name: api\n").replace("tier: front", "tier: back")
+    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=other.replace("web.example", "api.example"))
+    doc = yaml.safe_load(api.ok("get", "route", "web", "-o", "yaml"))
+    assert doc["kind"] == "Route" and doc["apiVersion"] == "route.openshift.io/v1"
+    stamp = doc["metadata"]["creationTimestamp"]
+    assert len(stamp) == 20 and stamp.endswith("Z"), stamp  # RFC 3339 to the second
+    assert "status" not in doc and "path" not in doc["spec"]  # empty fields omitted
+    hosts = api.ok("get", "routes", "-o", "jsonpath={.items[*].spec.host}")
+    assert hosts.split() == ["api.example.com", "web.example.com"]
+    front = api.ok("get", "routes", "-l", "tier=front", "-o", "jsonpath={.items[*].metadata.name}")
+    assert front == "web"
+    names = api.ok("get", "routes", "--field-selector", "metadata.name!=web", "-o", "name").split()
+    assert names == ["route.route.openshift.io/api"]
+    # the table has the columns shiftnet get prints
+    table = api.ok("get", "routes")
+    assert table.splitlines()[0].split()[:3] == ["NAME", "HOST/PORT", "PATH"]
+    # chunked lists (limit/continue) give every object once
+    chunked = api.ok("get", "routes", "--chunk-size=1", "-o", "name").split()
+    assert chunked == ["route.route.openshift.io/api", "route.route.openshift.io/web"]
+
+
+def test_label_annotate_replace_conflict_delete(api: APIServerProcess, tmp_path: Path) -> None:
+    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=SERVICE)
+    stale = api.json("get", "svc", "web")
+    assert api.ok("label", "svc", "web", "team=blue").strip() == "service/web labeled"
+    assert api.ok("annotate", "svc", "web", "note=hi").strip() == "service/web annotated"
+    fresh = api.json("get", "svc", "web")
+    assert fresh["metadata"]["labels"]["team"] == "blue"
+    assert fresh["metadata"]["annotations"]["note"] == "hi"
+    stale["spec"]["ports"][0]["port"] = 81
+    res = api.kubectl("replace", NO_CLIENT_SCHEMA, "-f", "-", input=json.dumps(stale))
+    assert res.returncode != 0
+    assert "Conflict" in res.stderr
+    assert (
+        "the object has been modified; please apply your changes to the latest version and try "
+        "again" in res.stderr
+    )
+    assert api.json("get", "svc", "web")["spec"]["ports"][0]["port"] == 80
+    fresh["spec"]["ports"][0]["port"] = 81
+    assert "replaced" in api.ok("replace", NO_CLIENT_SCHEMA, "-f", "-", input=json.dumps(fresh))
+    assert api.json("get", "svc", "web")["spec"]["ports"][0]["port"] == 81
+    assert api.ok("delete", "svc", "web").strip() == 'service "web" deleted'
+    gone = api.kubectl("get", "svc", "web")
+    assert gone.returncode != 0
+    assert 'Error from server (NotFound): services "web" not found' in gone.stderr
+
+
+def test_an_invalid_route_is_refused_naming_its_field_and_writes_nothing(
+    api: APIServerProcess, tmp_path: Path
+) -> None:
+    api.ok("get", "routes")  # the store exists
+    before = api.ok("get", "--raw", "/apis/route.openshift.io/v1/routes")
+    res = api.kubectl("apply", NO_CLIENT_SCHEMA, "-f", "-", input=PASSTHROUGH_WITH_PATH)
+    assert res.returncode != 0
+    assert 'The Route "secure" is invalid' in res.stderr, res.stderr
+    assert "spec.path" in res.stderr
+    after = api.ok("get", "--raw", "/apis/route.openshift.io/v1/routes")
+    assert (
+        json.loads(after)["metadata"]["resourceVersion"]
+        == json.loads(before)["metadata"]["resourceVersion"]
+    )
+    unknown = api.kubectl(
+        "create", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE.replace("  host:", "  hots:")
+    )
+    assert unknown.returncode != 0 and "spec.hots" in unknown.stderr, unknown.stderr
+
+
+def test_get_watch_prints_changes_as_they_happen(api: APIServerProcess) -> None:
+    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE)
+    watcher = subprocess.Popen(
+        [KUBECTL, "get", "routes", "-w", "-o", "name", "--request-timeout=0"],
+        env=api.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline().strip() == "route.route.openshift.io/web"
+        api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE.replace("name: web", "name: two"))
+        assert watcher.stdout.readline().strip() == "route.route.openshift.io/two"
+        api.ok("delete", "route", "two")
+        assert watcher.stdout.readline().strip() == "route.route.openshift.io/two"
+    finally:
+        watcher.kill()
+        watcher.wait(timeout=10)
+
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: talker, namespace: default}
+spec:
+  nodeName: n1
+  containers:
+  - {name: main, image: none, command: ["true"]}
+"""
+
+
+def test_logs_tail_follow_and_timestamps(api: APIServerProcess) -> None:
+    api.ok("create", NO_CLIENT_SCHEMA, "-f", "-", input=POD)
+    # the node agent's log file for this pod (shiftnet logs reads the same file)
+    path = log_dir(api.home / "nodes" / "n1", "default", "talker") / "main.log"
+    path.parent.mkdir(parents=True)
+    path.write_text("one\ntwo\nthree\n")
+    assert api.ok("logs", "talker", "--tail=2") == "two\nthree\n"
+    stamped = api.ok("logs", "talker", "--timestamps", "--tail=1")
+    stamp, line = stamped.rstrip("\n").split(" ", 1)
+    assert line == "three" and stamp.endswith("Z") and "T" in stamp
+    follower = subprocess.Popen(
+        [KUBECTL, "logs", "-f", "talker", "--tail=0"],
+        env=api.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        with path.open("a") as f:
+            f.write("four\n")
+        assert follower.stdout is not None
+        assert follower.stdout.readline() == "four\n"
+        api.ok("delete", "pod", "talker")
+        follower.wait(timeout=15)  # the follow ends when the pod is gone
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait(timeout=10)
