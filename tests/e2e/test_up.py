@@ -75,6 +75,7 @@ def up_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env["SHIFTNET_HOME"] = str(state)
+    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp_path / "clusters")  # not the user's own registry
     # never the host's 80/443/53: the router and DNS of `up` get free high ports
     env["ROUTER_SERVICE_HTTP_PORT"] = str(free_port())
     env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
