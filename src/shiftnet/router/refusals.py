@@ -17,6 +17,7 @@ route -- costs two or three checks; after a restart it bisects all routes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -50,6 +51,7 @@ class Refusals:
         self._identity: dict[RouteKey, tuple[Any, ...]] = {}
         self._handed: tuple[dict[str, bytes], dict[RouteKey, object]] | None = None
         self._good: dict[RouteKey, object] = {}  # route parts of the last loaded file set
+        self._lock = asyncio.Lock()  # one search at a time: they share the scratch directory
 
     def rejected(self, err: ConfigCheckFailed) -> None:
         """The driver's ``on_rejected``: remember to search on the next sync."""
@@ -85,6 +87,16 @@ class Refusals:
         paths: RenderPaths,
     ) -> dict[RouteKey, str]:
         """Find the routes HAProxy refuses, leave them out of ``assembly``; returns them."""
+        async with self._lock:
+            return await self._isolate(assembly, policies, route_of, paths)
+
+    async def _isolate(
+        self,
+        assembly: Assembly,
+        policies: Mapping[RouteKey, L7Policy],
+        route_of: Callable[[str, str], Route | None],
+        paths: RenderPaths,
+    ) -> dict[RouteKey, str]:
         self.pending = False
         snapshot = dict(policies)
         keys = sorted(k for k in assembly.parts if k in snapshot)
