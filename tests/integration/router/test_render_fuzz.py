@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support.hostile import ANNOTATION_KEYS, FIXED_HOSTILE, HOSTILE_CHARS
 from tests.support.tls import TestCA
 
-import shiftnet.router.annotations as ann
 from shiftnet.api import Endpoints, Route
 from shiftnet.router.admission import AdmissionResult, Decision, admit, route_key
 from shiftnet.router.config import RouterConfig
@@ -37,31 +37,12 @@ from shiftnet.router.model import build_model
 
 pytestmark = pytest.mark.integration
 
-HOSTILE_CHARS = "ab./-_:\"'\\ \t\n\r%[]{}()$#;,|&=+?*!<>`~@^é€ß\x00\x01\x7f\u2028\u2029\ufeff😀"
 # Hypothesis draws the hostile strings; a seeded generator combines them into
 # many routes per example, which keeps generation cheap enough for thousands.
 hostile = st.one_of(
     st.text(alphabet=st.sampled_from(list(HOSTILE_CHARS)), min_size=1, max_size=24),
     st.text(min_size=1, max_size=16),
 )
-FIXED_HOSTILE = [
-    "%[src]",
-    '"; reload',
-    "x\nbackend evil",
-    "a b",
-    "\\",
-    "#x",
-    "$HOME",
-    "${X}",
-    "%%",
-    "'",
-    "%[req.hdr(host)]",
-    "\\1",
-    "a\r\nb",
-    "é.example.com",
-    "x" * 300,
-    "/" + 'a%["\\ .' * 400,  # very long
-]
 VALID_HOSTS = ["www.example.com", "a.b.example.org", "x-1.apps.example.com", "h.example.com"]
 VALID_PATHS = [
     "",
@@ -93,24 +74,6 @@ ADMISSIBLE_PATHS = [
     "/;$(id)",
     "/`x`",
     "/" + "%[" * 300,
-]
-ANNOTATION_KEYS = [
-    ann.BALANCE,
-    ann.DISABLE_COOKIES,
-    ann.COOKIE_NAME,
-    ann.HEALTH_CHECK_INTERVAL,
-    ann.TIMEOUT,
-    ann.TIMEOUT_TUNNEL,
-    ann.IP_ALLOWLIST,
-    ann.IP_WHITELIST,
-    ann.HSTS_HEADER,
-    ann.REWRITE_TARGET,
-    ann.SET_FORWARDED_HEADERS,
-    ann.RATE_LIMIT,
-    ann.RATE_LIMIT_CONCURRENT_TCP,
-    ann.RATE_LIMIT_RATE_TCP,
-    ann.RATE_LIMIT_RATE_HTTP,
-    ann.POD_CONCURRENT_CONNECTIONS,
 ]
 PLAUSIBLE_VALUES = [
     "roundrobin",
@@ -359,9 +322,7 @@ def sampler(tmp_path_factory: pytest.TempPathFactory) -> _Sampler:
 
 
 # derandomize: CI must not flake on how many routes the draws happened to hold
-@settings(
-    max_examples=70, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
-)
+@settings(max_examples=70, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=cluster())
 def test_hostile_routes_render_to_configurations_haproxy_accepts(
     sampler: _Sampler, data: tuple[list[Route], list[Endpoints]]
