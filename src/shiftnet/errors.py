@@ -14,13 +14,24 @@ NAME_LIMIT = 253
 
 
 def shorten(text: str, limit: int = VALUE_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters for an error message, saying how much is left out.
+    """``text`` made safe to repeat in an error message: cut to ``limit`` characters
+    (saying how much is left out) and on one line (control and other unprintable
+    characters escaped, ``\\n`` for a newline), so a value can neither flood a
+    terminal nor forge a log line.
 
     The one helper every message that repeats user input goes through.
     """
+    head = text[:limit]
+    if not head.isprintable():
+        head = "".join(ch if ch.isprintable() else _escape(ch) for ch in head)
     if len(text) <= limit:
-        return text
-    return f"{text[:limit]}...({len(text) - limit} more characters)"
+        return head
+    return f"{head}...({len(text) - limit} more characters)"
+
+
+def _escape(ch: str) -> str:
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return named.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
 
 
 class ShiftnetError(Exception):

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from shiftnet.api import Endpoints, Service
+from shiftnet.api.names import is_dns1035_label, is_dns1123_label
+from shiftnet.errors import shorten
 
 PROTOCOLS = ("TCP", "UDP")
 
@@ -93,9 +95,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return (
-            f'Service "{self.namespace}/{self.name}" is not proxied: {self.field}: {self.message}'
-        )
+        where = shorten(f"{self.namespace}/{self.name}")
+        return f'Service "{where}" is not proxied: {self.field}: {shorten(self.message)}'
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,12 @@ def service_entries(
     ns, name = service.metadata.namespace or "default", service.metadata.name
     spec = service.spec
     problems: list[Problem] = []
+    # Names become rule comments and chain-name hashes: only valid ones (the API
+    # refuses others; the store may hold objects written around it).
+    if not is_dns1123_label(ns):
+        return [], [Problem(ns, name, "metadata.namespace", "is not a DNS-1123 label")]
+    if not is_dns1035_label(name):
+        return [], [Problem(ns, name, "metadata.name", "is not a DNS-1035 label")]
     if spec.type == "ExternalName" or spec.cluster_ip in (None, "", "None"):
         return [], []  # headless / ExternalName / not yet allocated: nothing to proxy
     vip = canonical_ipv4(spec.cluster_ip)
@@ -181,6 +188,9 @@ def service_entries(
             continue
         if not 0 < port.port < 65536:
             problems.append(Problem(ns, name, f"{path}.port", f"{port.port} is not in 1..65535"))
+            continue
+        if port.name and not is_dns1123_label(port.name):
+            problems.append(Problem(ns, name, f"{path}.name", "is not a DNS-1123 label"))
             continue
         port_name = port.name or ""
         entries.append(
