@@ -22,7 +22,7 @@ from typing import Any
 
 from shiftnet.api import ClusterNetwork
 from shiftnet.claims import probe
-from shiftnet.claims.picking import Decision, Request, describe, resolve
+from shiftnet.claims.picking import Decision, PortUser, Request, describe, resolve
 from shiftnet.claims.registry import RECORD_NAME, locked_registry, read_record, registry_dir
 from shiftnet.client import Client
 from shiftnet.errors import ConfigError
@@ -33,6 +33,7 @@ ROUTER_PORT_ENV = {
     "routerStats": "STATS_PORT",
 }
 DEFAULT_DNS_HOST = "127.0.0.1"
+UDP_ROLES = frozenset({"dns"})
 
 
 def _port(env: str, text: str) -> int:
@@ -60,6 +61,44 @@ def given_ports(
     return ports
 
 
+def port_user_for(
+    state_dir: Path, hosts: Mapping[str, str], default_host: str = "0.0.0.0"
+) -> PortUser:
+    """Who holds a port a role would bind (``hosts``: role -> address; others
+    ``default_host``), as :func:`~shiftnet.claims.picking.resolve` asks.
+
+    A new pick is probed on every address (0.0.0.0), a given or kept port on
+    the address it will be bound to; the DNS port on UDP too. A holder whose
+    command line names this state directory is this cluster's own HAProxy,
+    still running after a crash: the port counts as free for it.
+    """
+    mine = str(state_dir) + os.sep
+
+    def port_user(role: str, port: int, new: bool) -> str | None:
+        host = "0.0.0.0" if new else hosts.get(role, default_host)
+        udp_too = role in UDP_ROLES
+        if probe.bindable(host, port) and (not udp_too or probe.bindable(host, port, udp=True)):
+            return None
+        holders = probe.port_holders(port) or probe.port_holders(port, udp=True)
+        if any(mine in cmd for _, cmd in holders):
+            return None
+        return probe.describe_holder(holders)
+
+    return port_user
+
+
+def claim(registry: Path, state_dir: Path, request: Request, port_user: PortUser) -> Decision:
+    """Resolve this cluster's claims under the registry's lock and record them in its state
+    directory and the registry before the lock is released. Blocking: run it in a thread."""
+    with locked_registry(registry) as reg:
+        kept = read_record(state_dir / RECORD_NAME)
+        others = reg.others(state_dir)
+        busy = probe.bound_loopback_addresses()
+        decision = resolve(replace(request, kept=kept), others, busy, port_user)
+        reg.save(state_dir, decision.claims)
+        return decision
+
+
 class ClaimsComponent:
     name = "claims"
 
@@ -83,6 +122,12 @@ class ClaimsComponent:
         opts = self.cluster.config.extra.get("apiserver") or {}
         value = opts.get("listen") or self.environ.get("SHIFTNET_API_LISTEN")
         return str(value) if value else None
+
+    def _api_host(self) -> str:
+        from shiftnet.dns.config import parse_listen
+
+        given = self._api_listen()
+        return parse_listen(given)[0] if given else DEFAULT_DNS_HOST
 
     async def _stored_networks(self) -> dict[str, str]:
         from shiftnet.master.subnets import DEFAULT_NAME, effective_network
@@ -127,26 +172,11 @@ class ClaimsComponent:
             root=os.geteuid() == 0,
         )
         state_dir = Path(cfg.state_dir).absolute()
-        mine = str(state_dir) + os.sep
-
-        def port_user(role: str, port: int, new: bool) -> str | None:
-            udp_too = role == "dns"
-            host = "0.0.0.0" if new else (dns_host if role == "dns" else bind)
-            if probe.bindable(host, port) and (not udp_too or probe.bindable(host, port, udp=True)):
-                return None
-            holders = probe.port_holders(port) or probe.port_holders(port, udp=True)
-            if any(mine in cmd for _, cmd in holders):
-                return None  # this cluster's own HAProxy, adopted after a crash
-            return probe.describe_holder(holders)
+        hosts = {"dns": dns_host, "api": self._api_host()}
+        port_user = port_user_for(state_dir, hosts, default_host=bind)
 
         def decide() -> Decision:
-            with locked_registry(self.registry) as registry:
-                kept = read_record(state_dir / RECORD_NAME)
-                others = registry.others(state_dir)
-                busy = probe.bound_loopback_addresses()
-                decision = resolve(replace(request, kept=kept), others, busy, port_user)
-                registry.save(state_dir, decision.claims)
-                return decision
+            return claim(self.registry, state_dir, request, port_user)
 
         self.decision = await asyncio.to_thread(decide)
         self._apply(self.decision, dns_host)
@@ -163,11 +193,8 @@ class ClaimsComponent:
         host = f"[{dns_host}]" if ":" in dns_host else dns_host
         dns["listen"] = f"{host}:{decision.claims.ports['dns']}"
         cfg.extra["dns"] = dns
-        from shiftnet.dns.config import parse_listen
-
         api = dict(cfg.extra.get("apiserver") or {})
-        api_given = self._api_listen()
-        api_host = parse_listen(api_given)[0] if api_given else DEFAULT_DNS_HOST
+        api_host = self._api_host()
         api_host = f"[{api_host}]" if ":" in api_host else api_host
         api["listen"] = f"{api_host}:{decision.claims.ports['api']}"
         cfg.extra["apiserver"] = api
