@@ -6,7 +6,7 @@ validation accepted (a block with RFC 1421 headers, say), HAProxy would
 refuse the whole configuration. Every PEM oddity in ``tests/support/hostile``
 must therefore be either refused by validation, naming the field, or written
 with every certificate and exactly the one key it holds. The live check with
-``haproxy -c`` is ``tests/integration/router/test_pem_haproxy.py``.
+real HAProxy is in ``tests/integration/router/test_hostile_tenant.py``.
 """
 
 from __future__ import annotations
