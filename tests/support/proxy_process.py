@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import random
+import resource
 import socket
 import subprocess
 import sys
@@ -102,8 +103,16 @@ def wait_listening(host: str, port: int, proc: subprocess.Popen[bytes], log: Pat
 
 
 @contextlib.contextmanager
-def proxy_process(tmp: Path, vip: str, tcp_port: int, *args: str) -> Iterator[int]:
-    """``shiftnet proxy --mode userspace`` on the store in ``tmp``; yields its pid."""
+def proxy_process(
+    tmp: Path, vip: str, tcp_port: int, *args: str, nofile: int | None = None
+) -> Iterator[int]:
+    """``shiftnet proxy --mode userspace`` on the store in ``tmp``; yields its pid.
+    ``nofile``: the process's open-file limit (RLIMIT_NOFILE), as a small host's would be."""
+
+    def limit_files() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     log = tmp / "proxy.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env["SHIFTNET_HOME"] = str(tmp)
@@ -111,7 +120,7 @@ def proxy_process(tmp: Path, vip: str, tcp_port: int, *args: str) -> Iterator[in
         proc = subprocess.Popen(
             [sys.executable, "-m", "shiftnet.cli.main", "--store", f"sqlite:///{tmp}/state.db",
              "proxy", "--mode", "userspace", "--min-sync-interval", "0", *args],
-            env=env, stdout=subprocess.DEVNULL, stderr=err,
+            env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit_files,
         )  # fmt: skip
     try:
         wait_listening(vip, tcp_port, proc, log)

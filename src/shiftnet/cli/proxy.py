@@ -53,6 +53,14 @@ def register(subparsers: Any) -> None:
         help="user-space mode: close a client's UDP backend socket after this idle time",
     )
     p.add_argument(
+        "--max-relays",
+        default=os.environ.get("SHIFTNET_PROXY_MAX_RELAYS") or None,
+        metavar="N",
+        help="user-space mode: relayed TCP connections and UDP clients at once; past it new "
+        "clients are refused (default: a quarter of the open-file limit); env "
+        "SHIFTNET_PROXY_MAX_RELAYS",
+    )
+    p.add_argument(
         "--min-sync-interval",
         type=float,
         default=0.1,
@@ -77,6 +85,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from shiftnet.cli.runtime import run_async
     from shiftnet.proxy import ProxyConfig
+    from shiftnet.proxy.service import parse_max_relays
     from shiftnet.proxy.userspace import UserspaceConfig
 
     kernel: dict[str, Any] = {
@@ -91,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
         mode=args.mode,
         kernel=kernel,
         min_sync_interval=args.min_sync_interval,
-        userspace=UserspaceConfig(udp_idle_timeout=args.udp_idle_timeout),
+        userspace=UserspaceConfig(
+            udp_idle_timeout=args.udp_idle_timeout,
+            max_relays=parse_max_relays(args.max_relays) if args.max_relays else None,
+        ),
     )
 
     try:  # user space relays bytes in the event loop: uvloop roughly doubles throughput

@@ -53,7 +53,25 @@ class ProxyConfig:
         if "netns" not in kernel and env.get("SHIFTNET_PROXY_NETNS"):
             kernel["netns"] = env["SHIFTNET_PROXY_NETNS"]
         kernel["mode"] = mode if mode != "userspace" else "nftables"
+        if "userspace" not in overrides and env.get("SHIFTNET_PROXY_MAX_RELAYS"):
+            overrides["userspace"] = UserspaceConfig(
+                max_relays=parse_max_relays(env["SHIFTNET_PROXY_MAX_RELAYS"])
+            )
         return cls(mode=mode, kernel=KernelConfig(**kernel), **overrides)
+
+
+def parse_max_relays(value: str) -> int:
+    """SHIFTNET_PROXY_MAX_RELAYS / --max-relays: a whole number of at least 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ConfigError(
+            f"SHIFTNET_PROXY_MAX_RELAYS (--max-relays) must be a whole number of at least 1, "
+            f"not {value[:40]!r}"
+        )
+    return n
 
 
 class ServiceProxy:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 import time
 from dataclasses import dataclass
@@ -26,12 +27,17 @@ from prometheus_client import Counter
 
 from shiftnet.proxy.balancer import Balancer
 from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable
+from shiftnet.proxy.relay_budget import RelayBudget, default_relay_limit
 
 log = logging.getLogger(__name__)
 
 CONNECT_ERRORS = Counter(
     "shiftnet_proxy_userspace_connect_failures_total",
     "Connects to an endpoint that failed (each is retried on the next endpoint)",
+)
+RELAYS_REFUSED = Counter(
+    "shiftnet_proxy_userspace_relays_refused_total",
+    "New TCP connections reset and new UDP clients dropped because the relay budget was spent",
 )
 CLIENT_FAILURES = Counter(
     "shiftnet_proxy_userspace_client_failures_total",
@@ -45,7 +51,29 @@ HIGH_WATER = 256 * 1024
 class UserspaceConfig:
     connect_timeout: float = 2.0
     udp_idle_timeout: float = 30.0
+    # relayed TCP connections + UDP clients at once; None: a quarter of the descriptor limit
+    max_relays: int | None = None
     bind_override: str | None = None  # listen here instead of the ClusterIP (tests, debugging)
+
+
+def relay_limit(config: UserspaceConfig) -> int:
+    """``config.max_relays``, or a quarter of this process's descriptor limit."""
+    if config.max_relays is not None:
+        return config.max_relays
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return default_relay_limit(soft if soft != resource.RLIM_INFINITY else 1 << 20)
+
+
+def _refused(entry: ServiceEntry, budget: RelayBudget, protocol: str) -> None:
+    RELAYS_REFUSED.inc()
+    if budget.time_to_tell(time.monotonic()):
+        log.warning(
+            "relay budget spent: new clients refused service=%s protocol=%s limit=%d refused=%d",
+            entry.id,
+            protocol,
+            budget.limit,
+            budget.refused,
+        )
 
 
 # ------------------------------------------------------------------ TCP relay
@@ -129,9 +157,15 @@ class _ClientSide(_Half):
     def __init__(self, service: TCPService) -> None:
         super().__init__()
         self.service = service
+        self.counted = False  # holds a unit of the relay budget
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        if not self.service.budget.take():
+            self.service.refuse("tcp")
+            cast(asyncio.Transport, transport).abort()  # a reset: the client learns at once
+            return
+        self.counted = True
         self.service.connections.add(self)
         self.connecting = asyncio.get_running_loop().create_task(self.service.connect(self))
         self.connecting.add_done_callback(self._connect_done)
@@ -145,6 +179,9 @@ class _ClientSide(_Half):
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.counted:
+            self.counted = False
+            self.service.budget.give()
         self.service.connections.discard(self)
         super().connection_lost(exc)
 
@@ -152,9 +189,12 @@ class _ClientSide(_Half):
 class TCPService:
     """The listener of one TCP service port and its balancer."""
 
-    def __init__(self, entry: ServiceEntry, config: UserspaceConfig) -> None:
+    def __init__(
+        self, entry: ServiceEntry, config: UserspaceConfig, budget: RelayBudget | None = None
+    ) -> None:
         self.entry = entry
         self.config = config
+        self.budget = budget or RelayBudget(relay_limit(config))
         self.balancer = Balancer(entry.backends, entry.affinity, entry.affinity_timeout)
         self.server: asyncio.AbstractServer | None = None
         self.connections: set[_ClientSide] = set()
@@ -169,6 +209,9 @@ class TCPService:
     def update(self, entry: ServiceEntry) -> None:
         self.entry = entry
         self.balancer.update(entry.backends, entry.affinity, entry.affinity_timeout)
+
+    def refuse(self, protocol: str) -> None:
+        _refused(self.entry, self.budget, protocol)
 
     async def connect(self, client: _ClientSide) -> None:
         """Connect ``client`` to an endpoint, trying each one at most once."""
@@ -284,9 +327,12 @@ class _UDPSession(asyncio.DatagramProtocol):
 class UDPService(asyncio.DatagramProtocol):
     """The socket of one UDP service port, with a backend socket per client."""
 
-    def __init__(self, entry: ServiceEntry, config: UserspaceConfig) -> None:
+    def __init__(
+        self, entry: ServiceEntry, config: UserspaceConfig, budget: RelayBudget | None = None
+    ) -> None:
         self.entry = entry
         self.config = config
+        self.budget = budget or RelayBudget(relay_limit(config))
         self.balancer = Balancer(entry.backends, entry.affinity, entry.affinity_timeout)
         self.transport: asyncio.DatagramTransport | None = None
         self.sessions: dict[tuple[str, int], _UDPSession] = {}
@@ -313,6 +359,9 @@ class UDPService(asyncio.DatagramProtocol):
             backend = self.balancer.pick(client[0], time.monotonic())
             if backend is None:
                 return
+            if not self.budget.take():
+                _refused(self.entry, self.budget, "udp")
+                return
             session = _UDPSession(self, client)
             self.sessions[client] = session
             task = asyncio.get_running_loop().create_task(self._open(session, backend))
@@ -335,6 +384,7 @@ class UDPService(asyncio.DatagramProtocol):
     def drop(self, client: tuple[str, int]) -> None:
         session = self.sessions.pop(client, None)
         if session is not None:
+            self.budget.give()
             session.close()
 
     async def _sweep(self) -> None:
@@ -365,6 +415,7 @@ class UserspaceProxier:
 
     def __init__(self, config: UserspaceConfig | None = None) -> None:
         self.config = config or UserspaceConfig()
+        self.budget = RelayBudget(relay_limit(self.config))  # one for every service port
         self.services: dict[ServicePortName, TCPService | UDPService] = {}
         self.errors: dict[ServicePortName, str] = {}
 
@@ -382,9 +433,9 @@ class UserspaceProxier:
                 current.update(entry)
                 continue
             service: TCPService | UDPService = (
-                TCPService(entry, self.config)
+                TCPService(entry, self.config, self.budget)
                 if entry.protocol == "TCP"
-                else UDPService(entry, self.config)
+                else UDPService(entry, self.config, self.budget)
             )
             try:
                 await service.start()
