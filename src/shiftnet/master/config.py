@@ -2,6 +2,8 @@
 
 Local mode (no root) puts every address on loopback so processes can bind
 them: pods in 127.10.0.0/16 (a /24 per node), ClusterIPs in 127.30.0.0/16.
+These are the first local cluster's; ``shiftnet up`` gives each further
+cluster on the machine the next free /16 of each (``shiftnet.claims``).
 SDN mode uses the seed's 10.1.0.0/16 with /24 per node and OpenShift 3's
 service network 172.30.0.0/16. Every value can be overridden.
 """

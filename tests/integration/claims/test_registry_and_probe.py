@@ -29,6 +29,7 @@ from shiftnet.claims import probe
 from shiftnet.claims.component import claim, port_user_for
 from shiftnet.claims.picking import Claims, Request
 from shiftnet.claims.registry import RECORD_NAME, locked_registry
+from shiftnet.errors import ConfigError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -205,3 +206,14 @@ def test_a_dns_port_busy_on_udp_only_is_busy(tmp_path: Path) -> None:
         assert user is not None and user.startswith(f"pid {os.getpid()}"), user
     finally:
         udp.close()
+
+
+def test_a_damaged_record_stops_the_start_naming_the_file(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / RECORD_NAME).write_text('{"ports": {"dns": "not a port"}}')
+    with pytest.raises(ConfigError) as err:
+        _claim(tmp_path / "clusters", state)
+    assert str(err.value).startswith(f"claims record {state / RECORD_NAME} is not valid")
+    assert "delete it to let shiftnet choose again" in str(err.value)
+    assert not list((tmp_path / "clusters").glob("*.json"))  # nothing recorded
