@@ -25,6 +25,7 @@ class APIServerProcess:
     home: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[str] | None = None
+    extra_args: tuple[str, ...] = ()
 
     @property
     def store(self) -> str:
@@ -54,6 +55,7 @@ class APIServerProcess:
                 "apiserver",
                 "--api-listen",
                 f"127.0.0.1:{self.port}",
+                *self.extra_args,
             ],
             env=self.env(),
             stdout=subprocess.PIPE,
@@ -72,6 +74,11 @@ class APIServerProcess:
                 return
         self.stop()
         raise AssertionError("apiserver did not start:\n" + "".join(seen))
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from shiftnet.apiserver.config import DEFAULT_LISTEN
+from shiftnet.apiserver.config import DEFAULT_LISTEN, WATCH_WRITE_TIMEOUT
 
 
 def register(subparsers: Any) -> None:
@@ -23,14 +23,30 @@ def register(subparsers: Any) -> None:
         metavar="ADDR:PORT",
         help=f"HTTPS address (env SHIFTNET_API_LISTEN; default {DEFAULT_LISTEN})",
     )
+    p.add_argument(
+        "--watch-write-timeout",
+        type=float,
+        default=WATCH_WRITE_TIMEOUT,
+        metavar="SECONDS",
+        help="drop a watcher that has not taken an event for this long "
+        f"(default {WATCH_WRITE_TIMEOUT:g})",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from shiftnet.apiserver.config import APIServerConfig
     from shiftnet.cli.runtime import run_async
+    from shiftnet.errors import ConfigError
 
-    config = APIServerConfig.build(Path(args.state_dir), listen=args.api_listen)
+    if not args.watch_write_timeout > 0:
+        raise ConfigError("--watch-write-timeout must be a positive number of seconds")
+    config = replace(
+        APIServerConfig.build(Path(args.state_dir), listen=args.api_listen),
+        watch_write_timeout=args.watch_write_timeout,
+    )
 
     async def serve() -> int:
         from shiftnet.apiserver.server import APIServer

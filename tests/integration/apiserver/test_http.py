@@ -1,0 +1,237 @@
+"""The API's answers to bad input, and watch semantics, over raw HTTPS to a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from tests.support.apiserver import APIServerProcess
+
+from shiftnet.store import open_store
+
+pytestmark = pytest.mark.integration
+
+ROUTES = "/apis/route.openshift.io/v1/namespaces/default/routes"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def route(name: str, **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "route.openshift.io/v1",
+        "kind": "Route",
+        "metadata": {"name": name},
+        "spec": {"host": f"{name}.example.com", "to": {"kind": "Service", "name": "s"}, **spec},
+    }
+
+
+@pytest.fixture
+def http(api: APIServerProcess) -> Iterator[httpx.Client]:
+    ctx = ssl.create_default_context(cafile=api.ca)
+    with httpx.Client(
+        base_url=api.url,
+        verify=ctx,
+        timeout=30,
+        headers={"Authorization": f"Bearer {api.token}"},
+    ) as client:
+        yield client
+
+
+def revision(api: APIServerProcess) -> int:
+    async def rev() -> int:
+        store = open_store(api.store)
+        try:
+            return await store.revision()
+        finally:
+            await store.close()
+
+    return asyncio.run(rev())
+
+
+def test_malformed_and_oversized_bodies_are_refused_and_write_nothing(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    http.post(ROUTES, json=route("first")).raise_for_status()
+    before = revision(api)
+    bad_json = http.post(
+        ROUTES, content=b'{"kind": "Route",', headers={"Content-Type": "application/json"}
+    )
+    assert bad_json.status_code == 400 and bad_json.json()["reason"] == "BadRequest"
+    assert "not valid JSON" in bad_json.json()["message"]
+    bad_yaml = http.post(
+        ROUTES, content=b"kind: [Route", headers={"Content-Type": "application/yaml"}
+    )
+    assert bad_yaml.status_code == 400 and "not valid YAML" in bad_yaml.json()["message"]
+    huge = route("huge")
+    huge["metadata"]["annotations"] = {"big": "x" * (3 * 1024 * 1024)}  # type: ignore[index]
+    too_big = http.post(ROUTES, json=huge)
+    assert too_big.status_code == 413 and too_big.json()["reason"] == "RequestEntityTooLarge"
+    wrong_kind = http.post(ROUTES, json={**route("k"), "kind": "Service", "apiVersion": "v1"})
+    assert wrong_kind.status_code == 400
+    invalid = http.post(
+        ROUTES, json=route("secure", path="/admin", tls={"termination": "passthrough"})
+    )
+    assert invalid.status_code == 422
+    body = invalid.json()
+    assert body["reason"] == "Invalid"
+    assert "spec.path" in [c["field"] for c in body["details"]["causes"]]
+    unknown = http.post(ROUTES, json=route("u", colour="blue"))
+    assert (
+        unknown.status_code == 422
+        and unknown.json()["details"]["causes"][0]["field"] == "spec.colour"
+    )
+    assert http.get("/apis/route.openshift.io/v1/nothing").status_code == 404
+    assert revision(api) == before  # nothing was written
+
+
+def test_generate_name_dry_run_conflict_and_deletecollection(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    gen = {**route("gen"), "metadata": {"generateName": "web-", "labels": {"batch": "1"}}}
+    made = http.post(ROUTES, json=gen)
+    assert made.status_code == 201, made.text
+    name = made.json()["metadata"]["name"]
+    assert name.startswith("web-") and len(name) == len("web-") + 5
+    before = revision(api)
+    dry = http.post(ROUTES, params={"dryRun": "All"}, json=route("dry"))
+    assert dry.status_code == 201 and dry.json()["metadata"]["name"] == "dry"
+    assert revision(api) == before
+    assert http.get(f"{ROUTES}/dry").status_code == 404
+    taken = http.post(ROUTES, json={**route(name), "metadata": {"name": name}})
+    assert taken.status_code == 409 and taken.json()["reason"] == "AlreadyExists"
+    stale = http.get(f"{ROUTES}/{name}").json()
+    http.patch(
+        f"{ROUTES}/{name}",
+        json={"metadata": {"labels": {"seen": "yes"}}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).raise_for_status()
+    conflict = http.put(f"{ROUTES}/{name}", json=stale)
+    assert conflict.status_code == 409 and conflict.json()["reason"] == "Conflict"
+    http.post(ROUTES, json={**route("keep")}).raise_for_status()
+    gone = http.delete(ROUTES, params={"labelSelector": "batch=1"})
+    assert gone.status_code == 200
+    assert [o["metadata"]["name"] for o in gone.json()["items"]] == [name]
+    left = [o["metadata"]["name"] for o in http.get(ROUTES).json()["items"]]
+    assert left == ["keep"]
+
+
+def test_field_selectors_on_pods(http: httpx.Client) -> None:
+    for name, node in (("a", "n1"), ("b", "n2")):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
+        }
+        http.post(PODS, json=pod).raise_for_status()
+    on_n2 = http.get("/api/v1/pods", params={"fieldSelector": "spec.nodeName=n2"}).json()
+    assert [p["metadata"]["name"] for p in on_n2["items"]] == ["b"]
+    unsupported = http.get(PODS, params={"fieldSelector": "spec.hostname=x"})
+    assert unsupported.status_code == 400 and "field label not supported" in unsupported.text
+
+
+def _events(http: httpx.Client, path: str, params: dict[str, str]) -> list[dict[str, object]]:
+    with http.stream("GET", path, params={"watch": "true", **params}) as res:
+        assert res.status_code == 200
+        return [json.loads(line) for line in res.iter_lines() if line]
+
+
+def test_watch_from_a_revision_bookmarks_timeout_and_expiry(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    http.post(ROUTES, json=route("w0")).raise_for_status()
+    listed = http.get(ROUTES).json()
+    start = listed["metadata"]["resourceVersion"]
+    assert start != "0"
+    http.post(ROUTES, json=route("w1")).raise_for_status()
+    http.delete(f"{ROUTES}/w1").raise_for_status()
+    began = time.monotonic()
+    events = _events(
+        http,
+        ROUTES,
+        {"resourceVersion": start, "timeoutSeconds": "2", "allowWatchBookmarks": "true"},
+    )
+    assert 1.5 < time.monotonic() - began < 15  # timeoutSeconds ends the stream
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+    # without a resourceVersion: the current objects first, as ADDED
+    http.post(ROUTES, json=route("w2")).raise_for_status()
+    first = _events(http, ROUTES, {"timeoutSeconds": "1"})
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in first] == [
+        ("ADDED", "w0"),
+        ("ADDED", "w2"),
+    ]  # type: ignore[index]
+
+    async def compact() -> int:
+        store = open_store(api.store)
+        try:
+            head = await store.revision()
+            await store.compact(head)
+            return head
+        finally:
+            await store.close()
+
+    head = asyncio.run(compact())
+    expired = _events(http, ROUTES, {"resourceVersion": str(head - 2), "timeoutSeconds": "5"})
+    assert len(expired) == 1 and expired[0]["type"] == "ERROR"
+    status = expired[0]["object"]
+    assert status["code"] == 410 and status["reason"] == "Expired"  # type: ignore[index]
+    bogus = http.get(ROUTES, params={"watch": "true", "resourceVersion": "abc"})
+    assert bogus.status_code == 400
+
+
+def test_a_watcher_that_stops_reading_is_dropped_and_others_go_on(
+    tmp_path: object,
+) -> None:
+    from pathlib import Path
+
+    api = APIServerProcess(
+        home=Path(str(tmp_path)) / "home", extra_args=("--watch-write-timeout", "2")
+    )
+    api.start()
+    try:
+        ctx = ssl.create_default_context(cafile=api.ca)
+        raw = socket.create_connection(("127.0.0.1", api.port))
+        stuck = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        stuck.sendall(
+            f"GET {ROUTES}?watch=true HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {api.token}\r\n\r\n".encode()
+        )
+        with httpx.Client(
+            base_url=api.url,
+            verify=ctx,
+            timeout=30,
+            headers={"Authorization": f"Bearer {api.token}"},
+        ) as http:
+            big = {"big": "y" * 200_000}
+            for i in range(60):  # ~12 MB of events the stuck watcher never takes
+                r = route(f"r{i}")
+                r["metadata"]["annotations"] = big  # type: ignore[index]
+                http.post(ROUTES, json=r).raise_for_status()
+            assert len(http.get(ROUTES).json()["items"]) == 60  # others are served meanwhile
+            # the stuck watcher's connection is closed by the server (reading only after
+            # the write timeout: reading earlier would un-stick it)
+            time.sleep(5)
+            deadline = time.monotonic() + 30
+            stuck.settimeout(5)
+            closed = False
+            while time.monotonic() < deadline and not closed:
+                try:
+                    closed = stuck.recv(65536) == b""
+                except (ssl.SSLError, ConnectionResetError):
+                    closed = True
+                except TimeoutError:
+                    continue
+            assert closed, "the server kept a watcher that reads nothing"
+            status = Path(f"/proc/{api.pid}/status").read_text()
+            rss_kib = int(
+                next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmRSS:"))
+            )
+            assert rss_kib < 200 * 1024, rss_kib
+        stuck.close()
+    finally:
+        api.stop()
