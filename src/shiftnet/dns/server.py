@@ -25,7 +25,7 @@ from shiftnet.dns.responder import Forward, Responder
 from shiftnet.dns.tcp_slots import TCPSlots
 from shiftnet.dns.upstream import Upstreams
 from shiftnet.dns.zone import Zone, ZoneConfig, build_zone
-from shiftnet.errors import ConfigError
+from shiftnet.errors import ConfigError, shorten
 from shiftnet.informer import Informers
 from shiftnet.runner import CoalescingRunner
 from shiftnet.store.base import Store
@@ -203,9 +203,9 @@ class DNSServer:
             log.warning(
                 "left out of dns kind=%s namespace=%s name=%s reason=%s",
                 p.kind,
-                p.namespace,
-                p.name,
-                p.reason,
+                shorten(p.namespace),
+                shorten(p.name),
+                shorten(p.reason),
             )
         log.debug(
             "zone rebuilt serial=%d rrsets=%d seconds=%.4f",

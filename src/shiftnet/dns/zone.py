@@ -27,6 +27,7 @@ import dns.rdatatype
 import dns.rrset
 from shiftnet.api import Endpoints, Service
 from shiftnet.dns.names import dns_label, is_dns1123_subdomain, is_port_name
+from shiftnet.errors import shorten
 
 SCHEMA_VERSION = "1.1.0"
 TOLERATE_UNREADY = "service.alpha.kubernetes.io/tolerate-unready-endpoints"
@@ -134,6 +135,12 @@ def _valid_ip(ip: str | None) -> Address | None:
         return None
 
 
+def _srv_port(name: str, number: int) -> bool:
+    """A named port gets an SRV record when its name and number fit one (the API
+    refuses others; the store may hold objects written around it)."""
+    return is_port_name(name) and 0 < number < 65536
+
+
 def _srv_owner(port_name: str, protocol: str, svc_name: str) -> str:
     return f"_{_label(port_name)}._{_label(protocol.lower())}.{svc_name}"
 
@@ -147,9 +154,10 @@ def _add_service(
 
     if spec.type == "ExternalName":
         target = (spec.external_name or "").rstrip(".").lower()
-        if not is_dns1123_subdomain(target):
+        if not is_dns1123_subdomain(target) or any(len(p) > 63 for p in target.split(".")):
             raise ValueError(
-                f"spec.externalName {spec.external_name!r} is not a DNS-1123 subdomain"
+                f"spec.externalName {shorten(spec.external_name or '')!r} is not a DNS name "
+                "(a DNS-1123 subdomain of labels up to 63 characters)"
             )
         b.add(svc_name, CNAME, target + ".")
         return
@@ -169,7 +177,7 @@ def _add_service(
     b.add(svc_name, _address_type(ip), str(ip))
     b.add(reverse_name(ip), PTR, svc_name)
     for port in spec.ports:
-        if port.name and is_port_name(port.name):
+        if port.name and _srv_port(port.name, port.port):
             owner = _srv_owner(port.name, port.protocol, svc_name)
             b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, svc_name))
 
@@ -204,7 +212,7 @@ def _add_headless(
             b.add(host, rdtype, text)
             b.add(reverse_name(ip), PTR, host)
             for port in subset.ports:
-                if port.name and is_port_name(port.name):
+                if port.name and _srv_port(port.name, port.port):
                     owner = _srv_owner(port.name, port.protocol, svc_name)
                     b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, host))
     if any_ready or not cfg.headless_empty_nxdomain:
