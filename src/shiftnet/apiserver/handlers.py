@@ -214,6 +214,8 @@ class ResourceAPI:
                 uid=pre.get("uid"),
                 dry_run=dry,
             )
+            if info.returns_deleted:
+                return json_response(gone)
             uid = (gone.get("metadata") or {}).get("uid")
             return json_response(success(info, name, uid))
         raise method_not_allowed()

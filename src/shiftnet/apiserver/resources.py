@@ -23,6 +23,9 @@ SUBRESOURCES: dict[str, dict[str, tuple[str, ...]]] = {
     "nodes": {"status": ("get", "patch", "update")},
     "routes": {"status": ("get", "patch", "update")},
 }
+# Kinds whose DELETE answers with the deleted object, as upstream's registries do
+# (typed clients decode it as that kind); the others answer with a Status.
+RETURNS_DELETED = frozenset({"namespaces", "pods", "services"})
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class ResourceInfo:
     @property
     def verbs(self) -> tuple[str, ...]:
         return VERBS
+
+    @property
+    def returns_deleted(self) -> bool:
+        return self.plural in RETURNS_DELETED
 
     @property
     def categories(self) -> tuple[str, ...]:
