@@ -68,7 +68,11 @@ class APIServer:
         self.credentials = creds = ensure_credentials(cfg.pki_dir, cfg.listen_host)
         host_port = f"{cfg.listen_host}:{cfg.listen_port}"
         app = build_app(self.store, cfg, creds.token, host_port)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        # handler_cancellation: a watch or log follow whose client went away ends at once,
+        # instead of holding its descriptor and store watch until its timeout.
+        runner = web.AppRunner(
+            app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT, handler_cancellation=True
+        )
         await runner.setup()
         site = web.TCPSite(
             runner, cfg.listen_host, cfg.listen_port, ssl_context=tls_context(creds), backlog=512
