@@ -66,16 +66,21 @@ def _too_big(name: str, line: int) -> InvalidInput:
 
 def split_documents(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
     """``(first line, bytes)`` of each YAML document, read line by line: a ``---`` line
-    starts a new document, as kubectl splits them. A document over
-    :data:`MAX_OBJECT_BYTES` is refused as soon as it is, before the rest is read."""
+    starts a new document, as kubectl splits them (directives and comments before
+    it stay with it). A document over :data:`MAX_OBJECT_BYTES` is refused as soon
+    as it is, before the rest is read."""
     chunk: list[bytes] = []
     size = 0
     start = lineno = 1
+    content = False  # the chunk holds more than blank lines, comments and directives
     while line := stream.readline(MAX_OBJECT_BYTES + 1):
-        if chunk and line.startswith(b"---") and line[3:4] in (b"", b" ", b"\t", b"\r", b"\n"):
+        marker = line.startswith(b"---") and line[3:4] in (b"", b" ", b"\t", b"\r", b"\n")
+        if marker and content:
             yield start, b"".join(chunk)
-            chunk, size, start = [], 0, lineno
+            chunk, size, start, content = [], 0, lineno, False
         chunk.append(line)
+        stripped = line.strip()
+        content = content or (marker or (bool(stripped) and not stripped.startswith((b"#", b"%"))))
         size += len(line)
         if size > MAX_OBJECT_BYTES:
             raise _too_big(name, start)
