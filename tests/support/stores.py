@@ -1,12 +1,20 @@
-"""Fixtures that yield a fresh store URL for each backend (sqlite file, real etcd)."""
+"""Fixtures that yield a fresh store URL for each backend: a SQLite file, a real etcd,
+and ``kube``: a real ``shiftnet apiserver`` process (over a SQLite file of its own)
+reached through its kubeconfig."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
+from shiftnet.store import open_store
+from shiftnet.store.base import Store
+from tests.support.apiserver import APIServerProcess
 from tests.support.etcd import EtcdServer
+
+# kube:// URL -> the store behind that API server (what compaction acts on)
+_BACKING: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session")
@@ -19,15 +27,54 @@ def etcd_server() -> Iterator[EtcdServer]:
         srv.stop()
 
 
-@pytest.fixture(params=["sqlite", "etcd"])
-def store_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
-    """A store URL no other test shares: a new sqlite file, or a fresh etcd."""
+def start_apiserver(request: pytest.FixtureRequest, home) -> APIServerProcess:  # type: ignore[no-untyped-def]
+    """A ``shiftnet apiserver`` on a free loopback port, stopped when the test ends."""
+    home.mkdir(mode=0o700)
+    srv = APIServerProcess(home)
+    srv.start()
+    request.addfinalizer(srv.stop)
+    return srv
+
+
+@pytest.fixture(params=["sqlite", "etcd", "kube"])
+def store_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """A store URL no other test shares: a new sqlite file, a fresh etcd, or a new
+    API server's kubeconfig (``kube://``)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/state.db"
+        yield f"sqlite:///{tmp_path}/state.db"
+        return
+    if request.param == "kube":
+        srv = start_apiserver(request, tmp_path / "apiserver")
+        url = f"kube://{srv.kubeconfig}"
+        _BACKING[url] = srv.store
+        try:
+            yield url
+        finally:
+            _BACKING.pop(url, None)
+        return
     srv: EtcdServer = request.getfixturevalue("etcd_server")
     # one etcd per session: isolate tests by wiping the keyspace first
     import httpx
 
     base = f"http://127.0.0.1:{srv.client_port}"
     httpx.post(f"{base}/v3/kv/deleterange", json={"key": "AA==", "range_end": "AA=="}, timeout=5)
-    return srv.url
+    yield srv.url
+
+
+@pytest.fixture
+def compact_history(store_url: str) -> Callable[[Store], Awaitable[None]]:
+    """Forget the store's history up to now. The Kubernetes API has no such request, so
+    for ``kube`` the API server's own store is compacted, as its server would do."""
+
+    async def compact(store: Store) -> None:
+        backing = _BACKING.get(store_url)
+        if backing is None:
+            await store.compact(await store.revision())
+            return
+        behind = open_store(backing)
+        try:
+            await behind.compact(await behind.revision())
+        finally:
+            await behind.close()
+
+    return compact

@@ -1,6 +1,7 @@
 """The cluster configuration store: one protocol, backends chosen by URL.
 
-``sqlite:///path/state.db`` (embedded default) or ``etcd://host:port[,host:port]``.
+``sqlite:///path/state.db`` (embedded default), ``etcd://host:port[,host:port]``, or
+``kube:///path/kubeconfig`` (any Kubernetes API: shiftnet's own or a real cluster's).
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ def open_store(url: str) -> Store:
         from shiftnet.store.etcd import EtcdStore
 
         return EtcdStore(url)
+    if url.startswith("kube://"):
+        from shiftnet.store.kube import KubeStore
+
+        return KubeStore(url)
     raise ConfigError(
-        f'store URL "{url}" is not supported: use sqlite:///path/state.db or etcd://host:port'
+        f'store URL "{url}" is not supported: use sqlite:///path/state.db, etcd://host:port '
+        "or kube:///path/kubeconfig"
     )
 
 

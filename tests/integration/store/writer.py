@@ -6,18 +6,13 @@ import asyncio
 import sys
 
 from shiftnet.store import open_store
+from tests.integration.store.objects import RESOURCE, number, renumbered, thing
 
 
 async def create_many(url: str, prefix: str, count: int) -> None:
     st = open_store(url)
     for i in range(count):
-        obj = {
-            "apiVersion": "v1",
-            "kind": "ConfigThing",
-            "metadata": {"name": f"{prefix}-{i}", "namespace": "ns"},
-            "spec": {"i": i},
-        }
-        await st.create("things", obj)
+        await st.create(RESOURCE, thing(f"{prefix}-{i}", n=i))
     await st.close()
 
 
@@ -27,10 +22,9 @@ async def increment(url: str, count: int) -> None:
     st = open_store(url)
     done = 0
     while done < count:
-        obj = await st.get("things", "ns", "counter")
-        obj["spec"]["n"] += 1
+        obj = await st.get(RESOURCE, "ns", "counter")
         try:
-            await st.update("things", obj)
+            await st.update(RESOURCE, renumbered(obj, number(obj) + 1))
         except Conflict:
             continue
         done += 1
