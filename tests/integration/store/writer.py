@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from shiftnet.store import open_store
 from tests.integration.store.objects import RESOURCE, number, renumbered, thing
+
+from shiftnet.store import open_store
 
 
 async def create_many(url: str, prefix: str, count: int) -> None:
