@@ -8,6 +8,7 @@ and the body; every failure leaves as a ``Status`` (see
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from shiftnet.api.selectors import parse_selector
-from shiftnet.apiserver import discovery, tables
+from shiftnet.apiserver import discovery, openapi, tables
 from shiftnet.apiserver.bodies import (
     APPLY_PATCH,
     content_type,
@@ -42,7 +43,7 @@ from shiftnet.apiserver.status import (
 )
 from shiftnet.apiserver.verbs import Verbs
 from shiftnet.apiserver.watch import WatchRequest, parse_start, parse_timeout, serve_watch
-from shiftnet.errors import InvalidInput, ShiftnetError
+from shiftnet.errors import InvalidInput, NotFound, ShiftnetError
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,20 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         return json_response(failure(err.status, reason, err.reason), err.status)
     except InvalidInput as err:
         return json_response(failure(400, "BadRequest", str(err)), 400)
+
+
+@functools.cache
+def _document_bytes(which: str) -> bytes:
+    """The OpenAPI documents never change while the server runs: built once each."""
+    if which == "v2":
+        return openapi.document_bytes(openapi.openapi_v2())
+    if which == "v3":
+        return openapi.document_bytes(openapi.openapi_v3_index())
+    return openapi.document_bytes(openapi.openapi_v3(which))
+
+
+def _document(which: str) -> web.Response:
+    return web.Response(body=_document_bytes(which), content_type="application/json")
 
 
 def wants_table(request: web.Request) -> bool:
@@ -128,6 +143,18 @@ class ResourceAPI:
 
     async def version(self, request: web.Request) -> web.Response:
         return json_response(discovery.version_info())
+
+    async def openapi_v2(self, request: web.Request) -> web.Response:
+        return _document("v2")
+
+    async def openapi_v3_index(self, request: web.Request) -> web.Response:
+        return _document("v3")
+
+    async def openapi_v3(self, request: web.Request) -> web.Response:
+        try:
+            return _document(request.match_info["path"])
+        except NotFound:
+            raise path_not_found(request.path) from None
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")

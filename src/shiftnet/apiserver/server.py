@@ -40,6 +40,9 @@ def build_app(store: Store, config: APIServerConfig, token: str, address: str) -
     app.router.add_get("/version", api.version)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, api.health)
+    app.router.add_get("/openapi/v2", api.openapi_v2)
+    app.router.add_get("/openapi/v3", api.openapi_v3_index)
+    app.router.add_get("/openapi/v3/{path:.+}", api.openapi_v3)
     app.router.add_get("/api", api.core)
     app.router.add_get("/apis", api.groups)
     app.router.add_get("/apis/{group}", api.group)

@@ -60,7 +60,7 @@ def test_protobuf_bodies_are_refused_in_one_sentence(api: APIServerProcess) -> N
 
 def test_a_restart_keeps_the_ca_and_token(api: APIServerProcess) -> None:
     before = api.kubeconfig.read_text()
-    api.ok("create", "--validate=false", "-f", "-", input=NAMESPACE)
+    api.ok("create", "-f", "-", input=NAMESPACE)
     api.stop()
     api.start()
     assert api.kubeconfig.read_text() == before
@@ -98,3 +98,17 @@ def test_subresources_are_discovered(api: APIServerProcess) -> None:
     assert {"pods/status", "services/status", "nodes/status"} <= set(names)
     routes = json.loads(api.ok("get", "--raw", "/apis/route.openshift.io/v1"))
     assert "routes/status" in {r["name"] for r in routes["resources"]}
+
+
+def test_openapi_is_served_so_kubectl_explain_works(api: APIServerProcess) -> None:
+    out = api.ok("explain", "route.spec.tls")
+    assert "termination" in out and "GROUP:      route.openshift.io" in out
+    v3 = json.loads(api.ok("get", "--raw", "/openapi/v3"))
+    assert set(v3["paths"]) == {
+        "api/v1",
+        "apis/route.openshift.io/v1",
+        "apis/network.openshift.io/v1",
+    }
+    doc = json.loads(api.ok("get", "--raw", v3["paths"]["api/v1"]["serverRelativeURL"]))
+    assert "io.k8s.api.core.v1.Service" in doc["components"]["schemas"]
+    assert json.loads(api.ok("get", "--raw", "/openapi/v2"))["swagger"] == "2.0"

@@ -15,8 +15,8 @@ from shiftnet.sdn.pods import log_dir
 
 pytestmark = pytest.mark.integration
 
-# kubectl validates against the server's OpenAPI document before it sends.
-NO_CLIENT_SCHEMA = "--validate=false"
+# kubectl checks fields against the served OpenAPI, and the server with fieldValidation.
+VALIDATE = "--validate=strict"
 
 ROUTE = """\
 apiVersion: route.openshift.io/v1
@@ -53,7 +53,7 @@ spec:
 
 
 def apply(api: APIServerProcess, path: Path) -> str:
-    return api.ok("apply", NO_CLIENT_SCHEMA, "-f", str(path)).strip()
+    return api.ok("apply", VALIDATE, "-f", str(path)).strip()
 
 
 def test_apply_creates_then_unchanged_then_configured(
@@ -86,9 +86,9 @@ def test_apply_creates_then_unchanged_then_configured(
 
 
 def test_get_yaml_jsonpath_and_label_selectors(api: APIServerProcess, tmp_path: Path) -> None:
-    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE)
+    api.ok("apply", VALIDATE, "-f", "-", input=ROUTE)
     other = ROUTE.replace("name: web\n", "name: api\n").replace("tier: front", "tier: back")
-    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=other.replace("web.example", "api.example"))
+    api.ok("apply", VALIDATE, "-f", "-", input=other.replace("web.example", "api.example"))
     doc = yaml.safe_load(api.ok("get", "route", "web", "-o", "yaml"))
     assert doc["kind"] == "Route" and doc["apiVersion"] == "route.openshift.io/v1"
     stamp = doc["metadata"]["creationTimestamp"]
@@ -109,7 +109,7 @@ def test_get_yaml_jsonpath_and_label_selectors(api: APIServerProcess, tmp_path: 
 
 
 def test_label_annotate_replace_conflict_delete(api: APIServerProcess, tmp_path: Path) -> None:
-    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=SERVICE)
+    api.ok("apply", VALIDATE, "-f", "-", input=SERVICE)
     stale = api.json("get", "svc", "web")
     assert api.ok("label", "svc", "web", "team=blue").strip() == "service/web labeled"
     assert api.ok("annotate", "svc", "web", "note=hi").strip() == "service/web annotated"
@@ -117,7 +117,7 @@ def test_label_annotate_replace_conflict_delete(api: APIServerProcess, tmp_path:
     assert fresh["metadata"]["labels"]["team"] == "blue"
     assert fresh["metadata"]["annotations"]["note"] == "hi"
     stale["spec"]["ports"][0]["port"] = 81
-    res = api.kubectl("replace", NO_CLIENT_SCHEMA, "-f", "-", input=json.dumps(stale))
+    res = api.kubectl("replace", VALIDATE, "-f", "-", input=json.dumps(stale))
     assert res.returncode != 0
     assert "Conflict" in res.stderr
     assert (
@@ -126,7 +126,7 @@ def test_label_annotate_replace_conflict_delete(api: APIServerProcess, tmp_path:
     )
     assert api.json("get", "svc", "web")["spec"]["ports"][0]["port"] == 80
     fresh["spec"]["ports"][0]["port"] = 81
-    assert "replaced" in api.ok("replace", NO_CLIENT_SCHEMA, "-f", "-", input=json.dumps(fresh))
+    assert "replaced" in api.ok("replace", VALIDATE, "-f", "-", input=json.dumps(fresh))
     assert api.json("get", "svc", "web")["spec"]["ports"][0]["port"] == 81
     assert api.ok("delete", "svc", "web").strip() == 'service "web" deleted'
     gone = api.kubectl("get", "svc", "web")
@@ -139,7 +139,7 @@ def test_an_invalid_route_is_refused_naming_its_field_and_writes_nothing(
 ) -> None:
     api.ok("get", "routes")  # the store exists
     before = api.ok("get", "--raw", "/apis/route.openshift.io/v1/routes")
-    res = api.kubectl("apply", NO_CLIENT_SCHEMA, "-f", "-", input=PASSTHROUGH_WITH_PATH)
+    res = api.kubectl("apply", VALIDATE, "-f", "-", input=PASSTHROUGH_WITH_PATH)
     assert res.returncode != 0
     assert 'The Route "secure" is invalid' in res.stderr, res.stderr
     assert "spec.path" in res.stderr
@@ -148,14 +148,12 @@ def test_an_invalid_route_is_refused_naming_its_field_and_writes_nothing(
         json.loads(after)["metadata"]["resourceVersion"]
         == json.loads(before)["metadata"]["resourceVersion"]
     )
-    unknown = api.kubectl(
-        "create", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE.replace("  host:", "  hots:")
-    )
+    unknown = api.kubectl("create", VALIDATE, "-f", "-", input=ROUTE.replace("  host:", "  hots:"))
     assert unknown.returncode != 0 and "spec.hots" in unknown.stderr, unknown.stderr
 
 
 def test_get_watch_prints_changes_as_they_happen(api: APIServerProcess) -> None:
-    api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE)
+    api.ok("apply", VALIDATE, "-f", "-", input=ROUTE)
     watcher = subprocess.Popen(
         [KUBECTL, "get", "routes", "-w", "-o", "name", "--request-timeout=0"],
         env=api.env(),
@@ -166,7 +164,7 @@ def test_get_watch_prints_changes_as_they_happen(api: APIServerProcess) -> None:
     try:
         assert watcher.stdout is not None
         assert watcher.stdout.readline().strip() == "route.route.openshift.io/web"
-        api.ok("apply", NO_CLIENT_SCHEMA, "-f", "-", input=ROUTE.replace("name: web", "name: two"))
+        api.ok("apply", VALIDATE, "-f", "-", input=ROUTE.replace("name: web", "name: two"))
         assert watcher.stdout.readline().strip() == "route.route.openshift.io/two"
         api.ok("delete", "route", "two")
         assert watcher.stdout.readline().strip() == "route.route.openshift.io/two"
@@ -187,7 +185,7 @@ spec:
 
 
 def test_logs_tail_follow_and_timestamps(api: APIServerProcess) -> None:
-    api.ok("create", NO_CLIENT_SCHEMA, "-f", "-", input=POD)
+    api.ok("create", VALIDATE, "-f", "-", input=POD)
     # the node agent's log file for this pod (shiftnet logs reads the same file)
     path = log_dir(api.home / "nodes" / "n1", "default", "talker") / "main.log"
     path.parent.mkdir(parents=True)
