@@ -44,7 +44,7 @@ SUBCOMMANDS: tuple[str, ...] = (
 log = logging.getLogger(__name__)
 
 
-_GLOBAL_OPTIONS_WITH_VALUE = ("--store", "--state-dir")
+_GLOBAL_OPTIONS_WITH_VALUE = ("--store", "--state-dir", "--kubeconfig")
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -80,8 +80,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--store",
         metavar="URL",
-        help="cluster store: sqlite:///path/state.db or etcd://host:port[,host:port] "
+        help="cluster store: sqlite:///path/state.db, etcd://host:port[,host:port] or "
+        "kube:///path/kubeconfig (a Kubernetes API) "
         "(env SHIFTNET_STORE; default sqlite under the state directory)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="use the Kubernetes API this kubeconfig names as the store "
+        "(same as --store kube://PATH)",
     )
     parser.add_argument(
         "--state-dir",
@@ -135,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(words)
         args = parser.parse_args(words)
         _setup_logging(args.verbose, args.debug)
-        settings = resolve_settings(args.store, args.state_dir, os.environ)
+        settings = resolve_settings(args.store, args.state_dir, os.environ, args.kubeconfig)
         args.store = settings.store_url
         args.state_dir = settings.state_dir
         if settings.state_dir.is_dir():

@@ -1,6 +1,7 @@
 """Where the cluster lives: the state directory and the store URL, from flags and environment.
 
-Precedence: flag, then environment (``SHIFTNET_HOME``, ``SHIFTNET_STORE``),
+Precedence: flag (``--store``, or ``--kubeconfig PATH`` for ``kube://PATH``), then
+environment (``SHIFTNET_HOME``, ``SHIFTNET_STORE``),
 then the default SQLite file ``$SHIFTNET_HOME/state.db`` with ``SHIFTNET_HOME``
 = ``~/.shiftnet`` (URL ``sqlite:///root/.shiftnet/state.db``: ``sqlite://`` +
 an absolute path).
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from shiftnet.errors import ConfigError
 
 DEFAULT_HOME = "~/.shiftnet"
 
@@ -31,10 +34,25 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite://{path}"
 
 
+def kube_url(kubeconfig: str) -> str:
+    """``--kubeconfig PATH`` as a store URL: ``kube://`` + the absolute path."""
+    return f"kube://{Path(kubeconfig).expanduser().absolute()}"
+
+
 def resolve_settings(
-    store_flag: str | None, state_dir_flag: str | None, env: Mapping[str, str]
+    store_flag: str | None,
+    state_dir_flag: str | None,
+    env: Mapping[str, str],
+    kubeconfig_flag: str | None = None,
 ) -> Settings:
     home = state_dir_flag or env.get("SHIFTNET_HOME") or DEFAULT_HOME
     state_dir = Path(home).expanduser().absolute()
+    if kubeconfig_flag:
+        if store_flag:
+            raise ConfigError(
+                "--store and --kubeconfig both name the store: give one "
+                "(--kubeconfig PATH is --store kube://PATH)"
+            )
+        store_flag = kube_url(kubeconfig_flag)
     store = store_flag or env.get("SHIFTNET_STORE") or sqlite_url(state_dir / "state.db")
     return Settings(state_dir=state_dir, store_url=store)
