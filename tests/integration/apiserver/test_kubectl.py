@@ -128,6 +128,19 @@ def test_label_annotate_replace_conflict_delete(api: APIServerProcess, tmp_path:
     fresh["spec"]["ports"][0]["port"] = 81
     assert "replaced" in api.ok("replace", VALIDATE, "-f", "-", input=json.dumps(fresh))
     assert api.json("get", "svc", "web")["spec"]["ports"][0]["port"] == 81
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nsed -i "s/team: blue/team: green/" "$1"\n')
+    editor.chmod(0o700)
+    edit = subprocess.run(
+        [KUBECTL, "edit", "svc", "web"],
+        env={**api.env(), "KUBE_EDITOR": str(editor)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert edit.returncode == 0 and "service/web edited" in edit.stdout, edit.stderr
+    assert api.json("get", "svc", "web")["metadata"]["labels"]["team"] == "green"
     assert api.ok("delete", "svc", "web").strip() == 'service "web" deleted'
     gone = api.kubectl("get", "svc", "web")
     assert gone.returncode != 0
