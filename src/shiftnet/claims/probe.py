@@ -56,11 +56,16 @@ def _sockets(proc_net: Path = PROC_NET) -> list[tuple[str, ipaddress.IPv4Address
 
 
 def bound_loopback_addresses(proc_net: Path = PROC_NET) -> set[ipaddress.IPv4Address]:
-    """Loopback addresses other than 127.0.0.1 that some socket is bound to."""
+    """Loopback addresses other than 127.0.0.1 that a process's socket is bound to.
+
+    Sockets no process holds any more (inode 0: TIME_WAIT and other closing
+    remnants of a stopped cluster's pods) do not count: they keep no one from
+    binding the address and vanish within a minute.
+    """
     return {
         addr
-        for _, addr, _, _, _ in _sockets(proc_net)
-        if addr.is_loopback and addr != ipaddress.IPv4Address("127.0.0.1")
+        for _, addr, _, _, inode in _sockets(proc_net)
+        if inode != "0" and addr.is_loopback and addr != ipaddress.IPv4Address("127.0.0.1")
     }
 
 

@@ -217,3 +217,21 @@ def test_a_damaged_record_stops_the_start_naming_the_file(tmp_path: Path) -> Non
     assert str(err.value).startswith(f"claims record {state / RECORD_NAME} is not valid")
     assert "delete it to let shiftnet choose again" in str(err.value)
     assert not list((tmp_path / "clusters").glob("*.json"))  # nothing recorded
+
+
+def test_closing_remnants_of_stopped_pods_do_not_make_a_range_busy() -> None:
+    addr = f"127.{random.randint(200, 250)}.{random.randint(0, 255)}.9"
+    server = socket.socket()
+    server.bind((addr, 0))
+    server.listen()
+    client = socket.create_connection(server.getsockname(), timeout=5)
+    conn, _ = server.accept()
+    conn.close()  # the pod's side closes first: its socket stays in TIME_WAIT
+    server.close()
+    client.close()
+    ip = ipaddress.IPv4Address(addr)
+    deadline = time.monotonic() + 5
+    while not any(a == ip and state == "06" for _, a, _, state, _ in probe._sockets()):
+        assert time.monotonic() < deadline, "no TIME_WAIT socket to look at"
+        time.sleep(0.05)
+    assert ip not in probe.bound_loopback_addresses()
