@@ -272,17 +272,23 @@ class KubeStore:
         res, calls = await self._calls(resource)
         ns, name = key_of(obj)
         ns_or_none = self._namespace(res, ns)
-        body = copy.deepcopy(obj)
         pinned = _rv(obj)
-        if not pinned:
-            # unconditional, as the store protocol says: pin to what is there now
-            current = await self.get(resource, ns_or_none, name)
-            body.setdefault("metadata", {})["resourceVersion"] = _rv(current)
-        written: dict[str, Any] = await self._send(
-            self._call("update", res, ns_or_none, name),
-            calls.replace(ns_or_none, name, body, **self._opts()),
-        )
-        return await self._sync_status(res, calls, written, obj)
+        while True:
+            body = copy.deepcopy(obj)
+            if not pinned:
+                # unconditional, as the store protocol says: pin to what is there now, and
+                # read again if someone wrote in between
+                current = await self.get(resource, ns_or_none, name)
+                body.setdefault("metadata", {})["resourceVersion"] = _rv(current)
+            try:
+                written: dict[str, Any] = await self._send(
+                    self._call("update", res, ns_or_none, name),
+                    calls.replace(ns_or_none, name, body, **self._opts()),
+                )
+                return await self._sync_status(res, calls, written, obj)
+            except Conflict:
+                if pinned:
+                    raise
 
     async def delete(
         self, resource: str, namespace: str | None, name: str, resource_version: str | None = None
