@@ -42,10 +42,10 @@ class Call:
         return f"{self.verb} {self.resource} {where}".rstrip()
 
 
-def _message(code: int, body: Any) -> str:
+def _message(body: Any) -> str:
     if isinstance(body, dict) and body.get("message"):
         return shorten(" ".join(str(body["message"]).split()), 400)
-    return f"HTTP {code}"
+    return ""
 
 
 def _invalid(body: Any, call: Call, message: str) -> ShiftnetError:
@@ -63,7 +63,8 @@ def _invalid(body: Any, call: Call, message: str) -> ShiftnetError:
 def error_for(code: int, body: Any, call: Call, revision: int = 0) -> ShiftnetError:
     """The typed error for one non-2xx answer (``revision``: the watch's start, for 410)."""
     reason = body.get("reason") if isinstance(body, dict) else None
-    message = _message(code, body)
+    message = _message(body)
+    said = f": {message}" if message else ""
     if code == 404:
         return NotFound(call.resource, call.namespace, call.name)
     if code == 409:
@@ -73,14 +74,14 @@ def error_for(code: int, body: Any, call: Call, revision: int = 0) -> ShiftnetEr
     if code == 410:
         return Expired(revision, 0)
     if code == 422:
-        return _invalid(body, call, message)
+        return _invalid(body, call, message or f"HTTP {code}")
     if code in (400, 413, 415):
-        return InvalidInput(f"the API server at {call.server} refused {call.subject}: {message}")
+        return InvalidInput(f"the API server at {call.server} refused {call.subject}{said}")
     if code in (401, 403):
+        status = f"HTTP {code} {reason}" if reason else f"HTTP {code}"
         return StoreUnavailable(
-            f"the API server at {call.server} refused {call.subject} "
-            f"(HTTP {code} {reason or ''}): {message}".replace(" )", ")")
+            f"the API server at {call.server} refused {call.subject} ({status}){said}"
         )
     return StoreUnavailable(
-        f"the API server at {call.server} failed {call.subject}: HTTP {code}: {message}"
+        f"the API server at {call.server} failed {call.subject}: HTTP {code}{said}"
     )
