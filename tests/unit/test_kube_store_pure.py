@@ -76,6 +76,4 @@ def test_status_answers_become_the_stores_errors() -> None:
         "shop/web (HTTP 403 Forbidden): no access"
     )
     broken = error_for(500, b"", CALL)
-    assert str(broken).endswith(
-        "failed update routes.route.openshift.io shop/web: HTTP 500: HTTP 500"
-    )
+    assert str(broken).endswith("failed update routes.route.openshift.io shop/web: HTTP 500")
