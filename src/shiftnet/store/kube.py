@@ -11,10 +11,11 @@ library's); the JSON is decoded here so objects keep every field.
   (``timeoutSeconds``), resumes from the last revision it saw; a ``410``
   (too old a revision) becomes :class:`Expired`, and the informer relists.
 * Kinds with a ``status`` subresource (pods, services, nodes, namespaces,
-  routes: as the server's discovery says) ignore status in a plain update,
-  as on any Kubernetes API. So ``update`` and ``create`` of an object whose
-  status differs from what the server kept write the status through
-  ``/status`` in a second request, pinned to the first one's revision.
+  routes: as the server's discovery says) take status only through
+  ``/status``, as on any Kubernetes API, and RBAC grants the two apart. So
+  ``update`` reads the object and sends a plain update only if something
+  outside status changed, then ``/status`` only if status changed (pinned to
+  the first write); ``create`` with a status writes it the same way.
 * ``compact`` is not part of the Kubernetes API: the server compacts its own
   history, so it raises :class:`ConfigError`.
 """
@@ -45,6 +46,7 @@ from shiftnet.api.selectors import parse_selector
 from shiftnet.errors import ConfigError, Conflict, Expired, NotFound, StoreUnavailable
 from shiftnet.store.base import EventType, ListResult, WatchEvent
 from shiftnet.store.kube_calls import ResourceCalls
+from shiftnet.store.kube_diff import object_changed, status_changed
 from shiftnet.store.kube_resources import KubeResource, parse_kube_url, resource_for
 from shiftnet.store.kube_status import Call, error_for
 from shiftnet.store.meta import key_of
@@ -225,19 +227,14 @@ class KubeStore:
 
     # ------------------------------------------------------------ writes
 
-    async def _sync_status(
+    async def _write_status(
         self,
         res: KubeResource,
         calls: ResourceCalls,
         written: dict[str, Any],
         wanted: dict[str, Any],
     ) -> dict[str, Any]:
-        """Write ``wanted``'s status when the server kept another one (a kind whose status
-        only its ``/status`` subresource changes)."""
-        if wanted.get("status") == written.get("status"):
-            return written
-        if not await self._has_status(res, calls):
-            return written
+        """Put ``wanted``'s status on ``written`` through ``/status``, pinned to ``written``."""
         body = copy.deepcopy(written)
         if "status" in wanted:
             body["status"] = copy.deepcopy(wanted["status"])
@@ -264,31 +261,55 @@ class KubeStore:
             self._call("create", res, ns_or_none, name),
             calls.create(ns_or_none, body, **self._opts()),
         )
-        if "status" not in obj:
+        if not status_changed(created, obj) or not await self._has_status(res, calls):
             return created
-        return await self._sync_status(res, calls, created, obj)
+        return await self._write_status(res, calls, created, obj)
 
     async def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
         res, calls = await self._calls(resource)
         ns, name = key_of(obj)
         ns_or_none = self._namespace(res, ns)
+        call = self._call("update", res, ns_or_none, name)
         pinned = _rv(obj)
+        with_status = await self._has_status(res, calls)
         while True:
-            body = copy.deepcopy(obj)
-            if not pinned:
-                # unconditional, as the store protocol says: pin to what is there now, and
-                # read again if someone wrote in between
-                current = await self.get(resource, ns_or_none, name)
-                body.setdefault("metadata", {})["resourceVersion"] = _rv(current)
             try:
-                written: dict[str, Any] = await self._send(
-                    self._call("update", res, ns_or_none, name),
-                    calls.replace(ns_or_none, name, body, **self._opts()),
+                if with_status:
+                    return await self._update_parts(res, calls, obj, pinned)
+                body = copy.deepcopy(obj)
+                if not pinned:
+                    # unconditional, as the store protocol says: pin to what is there now,
+                    # and read again if someone wrote in between
+                    current = await self.get(resource, ns_or_none, name)
+                    body.setdefault("metadata", {})["resourceVersion"] = _rv(current)
+                out: dict[str, Any] = await self._send(
+                    call, calls.replace(ns_or_none, name, body, **self._opts())
                 )
-                return await self._sync_status(res, calls, written, obj)
+                return out
             except Conflict:
                 if pinned:
                     raise
+
+    async def _update_parts(
+        self, res: KubeResource, calls: ResourceCalls, obj: dict[str, Any], pinned: str
+    ) -> dict[str, Any]:
+        """Update a kind with a status subresource: the object through a plain update and
+        the status through ``/status``, each only when it changed (one request for a
+        controller that writes only status, and only the permission that needs)."""
+        ns, name = key_of(obj)
+        ns_or_none = self._namespace(res, ns)
+        call = self._call("update", res, ns_or_none, name)
+        current = await self.get(res.plural, ns_or_none, name)
+        if pinned and pinned != _rv(current):
+            raise error_for(409, {}, call)
+        written = current
+        if object_changed(current, obj):
+            body = copy.deepcopy(obj)
+            body.setdefault("metadata", {})["resourceVersion"] = _rv(current)
+            written = await self._send(call, calls.replace(ns_or_none, name, body, **self._opts()))
+        if status_changed(written, obj):
+            written = await self._write_status(res, calls, written, obj)
+        return written
 
     async def delete(
         self, resource: str, namespace: str | None, name: str, resource_version: str | None = None

@@ -9,10 +9,11 @@ import asyncio
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
-from tests.integration.store.objects import RESOURCE, thing
+from tests.integration.store.objects import ADMITTED, RESOURCE, number, renumbered, thing
 from tests.support.apiserver import APIServerProcess
 from tests.support.cli import SHIFTNET
 from tests.support.ports import free_port
@@ -21,6 +22,7 @@ from tests.support.stores import start_apiserver
 from shiftnet.errors import ConfigError, InvalidObject, NotFound, StoreUnavailable
 from shiftnet.store import kube, open_store
 from shiftnet.store.kube import KubeStore
+from shiftnet.store.kube_calls import ResourceCalls
 
 pytestmark = pytest.mark.integration
 
@@ -225,3 +227,35 @@ def test_the_cli_takes_kubeconfig_and_refuses_it_next_to_store(
         "(--kubeconfig PATH is --store kube://PATH)"
     ]
     assert not Path("x.db").exists()
+
+
+async def test_an_update_sends_only_the_writes_its_change_needs(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A router may update ``routes/status`` and not ``routes`` (RBAC grants them apart):
+    a status-only change must be one ``/status`` request, a spec change one plain one."""
+    sent: list[str] = []
+    real = ResourceCalls.replace
+
+    def spy(self: ResourceCalls, *args: Any, status: bool = False, **opts: Any) -> Any:
+        sent.append("status" if status else "object")
+        return real(self, *args, status=status, **opts)
+
+    monkeypatch.setattr(ResourceCalls, "replace", spy)
+    made = await store.create(RESOURCE, thing("a", n=1))
+    admitted = await store.update(RESOURCE, {**made, "status": ADMITTED})
+    assert (sent, admitted["status"]) == (["status"], ADMITTED)
+    sent.clear()
+    moved = await store.update(RESOURCE, renumbered(admitted, 2))
+    assert (sent, number(moved), moved["status"]) == (["object"], 2, ADMITTED)
+    sent.clear()
+    both = renumbered(moved, 3)
+    both.pop("status")
+    cleared = await store.update(RESOURCE, both)
+    assert (sent, number(cleared), "status" in cleared) == (["object", "status"], 3, False)
+    sent.clear()
+    same = await store.update(RESOURCE, cleared)
+    assert (sent, same["metadata"]["resourceVersion"]) == (
+        [],
+        cleared["metadata"]["resourceVersion"],
+    )
