@@ -101,6 +101,15 @@ class AllocationError(ShiftnetError):
     """An address or subnet cannot be given (taken, out of range, or range full)."""
 
 
+class InvalidAllocation(AllocationError):
+    """An object asks for an address it cannot have; says which field, which value
+    (``None`` when it asked for none and the range is full) and why."""
+
+    def __init__(self, message: str, field: str, value: str | None, reason: str) -> None:
+        super().__init__(message)
+        self.field, self.value, self.reason = field, value, reason
+
+
 class ConfigError(ShiftnetError):
     """A component's configuration (flag or environment variable) is invalid."""
 

@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from shiftnet.api.apply_merge import merged_for_update
 from shiftnet.api.base import Resource
 from shiftnet.api.fielderrors import ErrorType, FieldError
 from shiftnet.api.registry import parse_object
@@ -33,7 +34,6 @@ from shiftnet.apiserver.status import (
     not_found,
 )
 from shiftnet.apiserver.wire import out_list, out_object
-from shiftnet.cli.applying import merged_for_update
 from shiftnet.errors import (
     AlreadyExists,
     Conflict,

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 from shiftnet.api import ClusterNetwork, Service
 from shiftnet.client import Client
-from shiftnet.errors import AllocationError, Conflict, NotFound
+from shiftnet.errors import AllocationError, Conflict, InvalidAllocation, NotFound
 from shiftnet.informer import Informers
 from shiftnet.ipam import AlreadyAllocated, IPRange, NotInRange, RangeFull
 from shiftnet.master import metrics
@@ -58,6 +58,10 @@ def _invalid(svc: Service, ip: str, reason: str) -> str:
         f'Service "{svc.namespace}/{svc.name}" is invalid: spec.clusterIP: '
         f'Invalid value: "{ip}": {reason}'
     )
+
+
+def _refused(svc: Service, ip: str, reason: str) -> InvalidAllocation:
+    return InvalidAllocation(_invalid(svc, ip, reason), "spec.clusterIP", ip, reason)
 
 
 def _set_error(svc: Service, message: str | None, requested: str | None) -> None:
@@ -104,7 +108,7 @@ class ClusterIPAllocator:
             try:
                 rng.check(ip)
             except AllocationError as exc:
-                raise AllocationError(_invalid(svc, ip, str(exc))) from None
+                raise _refused(svc, ip, str(exc)) from None
         holders: dict[str, Service] = {}
         for o in others:
             held = o.spec.cluster_ip if wants_cluster_ip(o) else None
@@ -112,22 +116,18 @@ class ClusterIPAllocator:
                 continue
             if o.key == svc.key:
                 if ip and ipaddress.ip_address(held) != ipaddress.ip_address(ip):
-                    raise AllocationError(
-                        _invalid(svc, ip, f"{IMMUTABLE} (the Service holds {held})")
-                    )
+                    raise _refused(svc, ip, f"{IMMUTABLE} (the Service holds {held})")
                 return  # it keeps what it holds
             holders[str(ipaddress.ip_address(held))] = o
         if ip:
             holder = holders.get(str(ipaddress.ip_address(ip)))
             if holder is not None:
-                raise AllocationError(
-                    _invalid(svc, ip, "provided IP is already allocated")
-                    + f' (to Service "{holder.namespace}/{holder.name}")'
-                )
+                owner = f'Service "{holder.namespace}/{holder.name}"'
+                raise _refused(svc, ip, f"provided IP is already allocated (to {owner})")
         elif len(holders) >= rng.capacity:
-            raise AllocationError(
-                f'Service "{svc.namespace}/{svc.name}": failed to allocate a ClusterIP '
-                f"from {rng.cidr}: range is full"
+            reason = f"failed to allocate a ClusterIP from {rng.cidr}: range is full"
+            raise InvalidAllocation(
+                f'Service "{svc.namespace}/{svc.name}": {reason}', "spec.clusterIP", None, reason
             )
 
     # ------------------------------------------------------------ lifecycle

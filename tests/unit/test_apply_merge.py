@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shiftnet.api import Service
-from shiftnet.cli.applying import for_create, merged_for_update
+from shiftnet.api.apply_merge import for_create, merged_for_update
 from shiftnet.errors import InvalidObject
 
 

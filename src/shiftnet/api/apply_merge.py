@@ -1,0 +1,87 @@
+"""``apply``'s merge (pure): a manifest's spec, labels and annotations on the stored object.
+
+An applied object replaces the stored spec, labels and annotations; the
+stored status and the fields a controller assigns (a Service's
+``spec.clusterIP``, a Pod's ``spec.nodeName``, ...) are kept when the manifest
+leaves them out. ``shiftnet apply`` and the API server's update both use it,
+so a write means the same thing whichever door it comes through.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from shiftnet.api.base import Resource
+from shiftnet.errors import InvalidObject
+
+# Fields a controller fills in; a manifest that omits them keeps the stored value.
+SERVER_ASSIGNED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Service": (("spec", "clusterIP"),),
+    "Pod": (("spec", "nodeName"),),
+    "Node": (("spec", "podCIDR"),),
+    "Route": (("spec", "host"),),
+}
+# Server-assigned fields that may not change once set (Kubernetes: "field is immutable").
+IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Service": (("spec", "clusterIP"),),
+}
+_META_KEPT = ("uid", "creationTimestamp", "generation", "resourceVersion")
+
+
+def _dig(d: dict[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = d
+    for p in path:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(p)
+    return cur
+
+
+def _put(d: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    cur = d
+    for p in path[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[path[-1]] = value
+
+
+def _check_immutable(
+    existing: dict[str, Any], wanted: dict[str, Any], kind: str, name: str
+) -> None:
+    for path in IMMUTABLE.get(kind, ()):
+        old, new = _dig(existing, path), _dig(wanted, path)
+        if old not in (None, "") and new not in (None, "") and old != new:
+            raise InvalidObject(
+                kind, name, ".".join(path), f'Invalid value: "{new}": field is immutable'
+            )
+
+
+def merged_for_update(existing: Resource, wanted: Resource) -> Resource:
+    """``wanted``'s spec, labels and annotations on ``existing``'s identity and status."""
+    old = existing.to_dict()
+    new = wanted.to_dict()
+    kind = type(existing).KIND
+    _check_immutable(old, new, kind, existing.name)
+    out: dict[str, Any] = {k: copy.deepcopy(v) for k, v in new.items() if k != "status"}
+    if "status" in old:
+        out["status"] = copy.deepcopy(old["status"])
+    meta = out.setdefault("metadata", {})
+    old_meta = old.get("metadata") or {}
+    for field in _META_KEPT:
+        if field in old_meta:
+            meta[field] = old_meta[field]
+        else:
+            meta.pop(field, None)
+    for path in SERVER_ASSIGNED.get(kind, ()):
+        if _dig(new, path) in (None, "") and _dig(old, path) not in (None, ""):
+            _put(out, path, copy.deepcopy(_dig(old, path)))
+    return type(existing).model_validate(out)
+
+
+def for_create(wanted: Resource) -> Resource:
+    """A manifest as a new object: no status, no server identity (as ``kubectl create``)."""
+    raw = {k: v for k, v in wanted.to_dict().items() if k != "status"}
+    meta = raw.get("metadata") or {}
+    for field in _META_KEPT:
+        meta.pop(field, None)
+    return type(wanted).model_validate(raw)
