@@ -28,6 +28,7 @@ from shiftnet.apiserver.bodies import (
 )
 from shiftnet.apiserver.config import APIServerConfig
 from shiftnet.apiserver.fieldselectors import parse_field_selector
+from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
 from shiftnet.apiserver.paging import parse_limit
 from shiftnet.apiserver.patching import patch_function
 from shiftnet.apiserver.paths import Target, parse_path
@@ -51,12 +52,17 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def json_response(body: dict[str, Any], status: int = 200) -> web.Response:
-    return web.Response(
+def json_response(
+    body: dict[str, Any], status: int = 200, warnings: list[str] | None = None
+) -> web.Response:
+    resp = web.Response(
         body=json.dumps(body, separators=(",", ":")).encode(),
         status=status,
         content_type="application/json",
     )
+    for text in warnings or ():
+        resp.headers.add("Warning", warning_header(text))
+    return resp
 
 
 @web.middleware
@@ -116,6 +122,10 @@ def _dry_run(request: web.Request) -> bool:
         if v != "All":
             raise bad_request(f'dryRun: Unsupported value: "{v}": supported values: "All"')
     return bool(values)
+
+
+def _field_check(request: web.Request, duplicates: tuple[str, ...] = ()) -> FieldCheck:
+    return FieldCheck(parse_directive(request.query.getall("fieldValidation", [])), duplicates)
 
 
 class ResourceAPI:
@@ -200,9 +210,13 @@ class ResourceAPI:
         if request.method == "POST":
             if info.namespaced and target.namespace is None:
                 raise method_not_allowed()
+            check = _field_check(request)
             body = await read_object(request, self.config.max_body_bytes)
-            created = await self.verbs.create(info, target.namespace, body, _dry_run(request))
-            return json_response(created, 201)
+            check.duplicates = body.duplicates
+            created = await self.verbs.create(
+                info, target.namespace, body.doc, _dry_run(request), check
+            )
+            return json_response(created, 201, check.warnings)
         if request.method == "DELETE":
             await self._drain_body(request)
             gone = await self.verbs.delete_collection(
@@ -224,11 +238,15 @@ class ResourceAPI:
                 return await self._watch(request, target, info)
             return self._answer(request, info, await self.verbs.get(info, ns, name))
         if request.method == "PUT":
+            check = _field_check(request)
             body = await read_object(request, self.config.max_body_bytes)
-            updated = await self.verbs.update(info, ns, name, body, _dry_run(request))
-            return json_response(updated)
+            check.duplicates = body.duplicates
+            updated = await self.verbs.update(
+                info, ns, name, body.doc, _dry_run(request), check=check
+            )
+            return json_response(updated, warnings=check.warnings)
         if request.method == "PATCH":
-            return json_response(await self._patch(request, info, ns, name, None))
+            return await self._patch(request, info, ns, name, None)
         if request.method == "DELETE":
             options = await self._drain_body(request)
             pre = options.get("preconditions") or {}
@@ -271,12 +289,15 @@ class ResourceAPI:
         if request.method == "GET":
             return json_response(await self.verbs.get(info, ns, name))
         if request.method == "PUT":
+            check = _field_check(request)
             body = await read_object(request, self.config.max_body_bytes)
-            return json_response(
-                await self.verbs.update(info, ns, name, body, _dry_run(request), sub)
+            check.duplicates = body.duplicates
+            updated = await self.verbs.update(
+                info, ns, name, body.doc, _dry_run(request), sub, check
             )
+            return json_response(updated, warnings=check.warnings)
         if request.method == "PATCH":
-            return json_response(await self._patch(request, info, ns, name, sub))
+            return await self._patch(request, info, ns, name, sub)
         raise method_not_allowed()
 
     async def _patch(
@@ -286,7 +307,7 @@ class ResourceAPI:
         ns: str | None,
         name: str,
         sub: str | None,
-    ) -> dict[str, Any]:
+    ) -> web.Response:
         kind = content_type(request)
         if kind == APPLY_PATCH:
             raise StatusError(
@@ -294,16 +315,20 @@ class ResourceAPI:
                 "UnsupportedMediaType",
                 "server-side apply is not served: use client-side kubectl apply",
             )
+        check = _field_check(request)
         raw = await read_body(request, self.config.max_body_bytes)
-        apply = patch_function(kind, decode(raw, kind), info)
-        return await self.verbs.patch(info, ns, name, apply, _dry_run(request), sub)
+        body = decode(raw, kind)
+        check.duplicates = body.duplicates
+        apply = patch_function(kind, body.doc, info)
+        patched = await self.verbs.patch(info, ns, name, apply, _dry_run(request), sub, check)
+        return json_response(patched, warnings=check.warnings)
 
     async def _drain_body(self, request: web.Request) -> dict[str, Any]:
         """DeleteOptions from the body, if any (kubectl sends them as JSON)."""
         raw = await read_body(request, self.config.max_body_bytes)
         if not raw.strip():
             return {}
-        doc = decode(raw, content_type(request))
+        doc = decode(raw, content_type(request)).doc
         return doc if isinstance(doc, dict) else {}
 
     async def _watch(

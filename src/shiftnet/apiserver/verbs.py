@@ -2,8 +2,11 @@
 
 Every write passes the same checks as ``shiftnet apply``: the registry's
 shape check, :func:`shiftnet.api.validation.errors` (every field problem
-reported, not just the first), and on update apply's merge (status and
-controller-assigned fields kept, immutable fields refused). Errors leave as
+reported, not just the first), on update apply's merge (status and
+controller-assigned fields kept, immutable fields refused), and for a Service
+the ClusterIP request check (:class:`shiftnet.applying.ServiceIPCheck`).
+Unknown and duplicate fields are handled first, as the request's
+``fieldValidation`` says (:mod:`shiftnet.apiserver.fieldvalidation`). Errors leave as
 :class:`~shiftnet.apiserver.status.StatusError`; nothing is written when one
 is raised.
 """
@@ -16,6 +19,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from shiftnet.api import Service
 from shiftnet.api.apply_merge import merged_for_update
 from shiftnet.api.base import Resource
 from shiftnet.api.fielderrors import ErrorType, FieldError
@@ -23,6 +27,7 @@ from shiftnet.api.registry import parse_object
 from shiftnet.api.selectors import parse_selector
 from shiftnet.api.validation import errors as field_errors
 from shiftnet.apiserver.fieldselectors import parse_field_selector
+from shiftnet.apiserver.fieldvalidation import FieldCheck, drop_unknown
 from shiftnet.apiserver.paging import decode_token, page
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import (
@@ -34,9 +39,12 @@ from shiftnet.apiserver.status import (
     not_found,
 )
 from shiftnet.apiserver.wire import out_list, out_object
+from shiftnet.applying import ServiceIPCheck
+from shiftnet.client import Client
 from shiftnet.errors import (
     AlreadyExists,
     Conflict,
+    InvalidAllocation,
     InvalidInput,
     InvalidObject,
     NotFound,
@@ -90,12 +98,27 @@ def _check_identity(info: ResourceInfo, raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def parse(info: ResourceInfo, raw: dict[str, Any]) -> Resource:
+def _parse_known(info: ResourceInfo, raw: dict[str, Any], check: FieldCheck) -> Resource:
+    """``parse_object``; unknown fields are looked for only when it finds one, so a
+    clean body (nearly every body) is validated once."""
+    try:
+        obj = parse_object(raw)
+    except InvalidObject as err:
+        if err.message != "unknown field":
+            raise
+        cleaned, unknown = drop_unknown(info.model, raw)
+        check.report(info, unknown)  # Strict: 400 naming every one
+        return parse_object(cleaned)
+    check.report(info, [])  # duplicates alone
+    return obj
+
+
+def parse(info: ResourceInfo, raw: dict[str, Any], check: FieldCheck | None = None) -> Resource:
     """A body into the kind's model, or 422 naming the field / 400 for a non-object."""
     raw = _check_identity(info, raw)
     name = str((raw.get("metadata") or {}).get("name") or "")
     try:
-        obj = parse_object(raw)
+        obj = _parse_known(info, raw, check or FieldCheck())
     except InvalidObject as err:
         raise _shape_error(info, name, err) from None
     except InvalidInput as err:
@@ -109,6 +132,14 @@ def check_valid(info: ResourceInfo, obj: Resource) -> None:
     found = field_errors(obj)
     if found:
         raise invalid(info, obj.metadata.name, found)
+
+
+def _refused_allocation(info: ResourceInfo, name: str, err: InvalidAllocation) -> StatusError:
+    if err.value is None:  # asked for none, and none is left
+        found = FieldError(err.field, ErrorType.FORBIDDEN, None, err.reason)
+    else:
+        found = FieldError(err.field, ErrorType.INVALID, err.value, err.reason)
+    return invalid(info, name, [found])
 
 
 def _place(info: ResourceInfo, obj: Resource, namespace: str | None) -> None:
@@ -128,6 +159,7 @@ class Verbs:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.client = Client(store)
 
     async def _call(self, info: ResourceInfo, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -178,10 +210,26 @@ class Verbs:
 
     # ------------------------------------------------------------------ writes
 
+    async def _check_allocation(self, info: ResourceInfo, obj: Resource) -> None:
+        """A Service's ClusterIP request, checked as ``shiftnet apply`` checks it."""
+        if not isinstance(obj, Service):
+            return
+        try:
+            await ServiceIPCheck(self.client).check(obj)
+        except InvalidAllocation as err:
+            raise _refused_allocation(info, obj.metadata.name, err) from None
+        except StoreUnavailable as err:
+            raise StatusError(503, "ServiceUnavailable", str(err)) from None
+
     async def create(
-        self, info: ResourceInfo, namespace: str | None, raw: dict[str, Any], dry_run: bool
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        raw: dict[str, Any],
+        dry_run: bool,
+        check: FieldCheck | None = None,
     ) -> dict[str, Any]:
-        obj = parse(info, raw)
+        obj = parse(info, raw, check)
         _place(info, obj, namespace)
         # as kubectl create: no status, no server identity from the client
         obj = type(obj).model_validate({k: v for k, v in obj.to_dict().items() if k != "status"})
@@ -193,6 +241,8 @@ class Verbs:
             if prefix and (attempt or not obj.metadata.name):
                 obj.metadata.name = generated_name(prefix)
             check_valid(info, obj)
+            if attempt == 0:
+                await self._check_allocation(info, obj)
             body = obj.to_dict()
             if dry_run:
                 return out_object(prepare_create(body))
@@ -216,8 +266,9 @@ class Verbs:
         raw: dict[str, Any],
         dry_run: bool,
         subresource: str | None = None,
+        check: FieldCheck | None = None,
     ) -> dict[str, Any]:
-        wanted = parse(info, raw)
+        wanted = parse(info, raw, check)
         _place(info, wanted, namespace)
         if wanted.metadata.name != name:
             raise bad_request(
@@ -228,7 +279,7 @@ class Verbs:
         pinned = wanted.metadata.resource_version or ""
         if subresource == "status":
             new = copy.deepcopy(existing_raw)
-            status = raw.get("status")
+            status = wanted.to_dict().get("status")  # as parsed: unknown fields dropped
             if status is None:
                 new.pop("status", None)
             else:
@@ -240,6 +291,7 @@ class Verbs:
         except InvalidObject as err:
             raise _shape_error(info, name, err) from None
         check_valid(info, merged)
+        await self._check_allocation(info, merged)
         return await self._write(info, existing_raw, merged.to_dict(), pinned, dry_run)
 
     async def _write(
@@ -272,6 +324,7 @@ class Verbs:
         apply: Callable[[dict[str, Any]], dict[str, Any]],
         dry_run: bool,
         subresource: str | None = None,
+        check: FieldCheck | None = None,
     ) -> dict[str, Any]:
         """Read, ``apply`` the patch, update; retried on a concurrent write unless the
         patch itself names a resourceVersion (then that write's Conflict is returned)."""
@@ -284,7 +337,9 @@ class Verbs:
             meta = patched.get("metadata")
             pinned = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
             try:
-                return await self.update(info, namespace, name, patched, dry_run, subresource)
+                return await self.update(
+                    info, namespace, name, patched, dry_run, subresource, check
+                )
             except StatusError as err:
                 if err.reason == "Conflict" and pinned == current_rv:
                     continue  # someone wrote meanwhile: patch the newer object

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from shiftnet.cli.strict_yaml import MAX_NODES, ManifestLoader, expanded_size, load_json
+from shiftnet.api.strict_yaml import MAX_NODES, ManifestLoader, expanded_size, load_json
 from shiftnet.errors import InvalidInput, shorten
 from shiftnet.sdn.workdir import resolve_workdir_annotation
 

@@ -80,13 +80,132 @@ def test_malformed_and_oversized_bodies_are_refused_and_write_nothing(
     body = invalid.json()
     assert body["reason"] == "Invalid"
     assert "spec.path" in [c["field"] for c in body["details"]["causes"]]
-    unknown = http.post(ROUTES, json=route("u", colour="blue"))
-    assert (
-        unknown.status_code == 422
-        and unknown.json()["details"]["causes"][0]["field"] == "spec.colour"
-    )
+    unknown = http.post(ROUTES, params={"fieldValidation": "Strict"}, json=route("u", colour="b"))
+    assert unknown.status_code == 400 and "spec.colour" in unknown.json()["message"]
     assert http.get("/apis/route.openshift.io/v1/nothing").status_code == 404
     assert revision(api) == before  # nothing was written
+
+
+def test_deep_bodies_and_alias_bombs_are_refused_at_once(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    """Bounded decoding: nesting past 100 levels or YAML aliases expanding past a
+    million values are a 400, never a recursion error or a server busy for minutes."""
+    before = revision(api)
+    deep = b"[" * 5000 + b"]" * 5000
+    nested = http.post(ROUTES, content=deep, headers={"Content-Type": "application/json"})
+    assert nested.status_code == 400 and "nesting deeper than" in nested.json()["message"]
+    lol = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    bomb = http.post(ROUTES, content=lol.encode(), headers={"Content-Type": "application/yaml"})
+    assert bomb.status_code == 400 and "aliases expand" in bomb.json()["message"]
+    assert http.get(ROUTES).status_code == 200  # and the server is still there
+    assert revision(api) == before
+
+
+def _warnings(res: httpx.Response) -> list[str]:
+    return res.headers.get_list("Warning")
+
+
+def test_field_validation_strict_warn_ignore_and_the_default(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    """Unknown and duplicate fields in create, update and patch, as upstream's
+    ``fieldValidation``: Strict refuses naming each, Warn (the default) drops and
+    warns, Ignore drops silently."""
+    before = revision(api)
+    strict = http.post(ROUTES, params={"fieldValidation": "Strict"}, json=route("s", colour="blue"))
+    assert strict.status_code == 400, strict.text
+    assert strict.json()["reason"] == "BadRequest"
+    assert strict.json()["message"] == (
+        'Route in version "v1" cannot be handled as a Route: strict decoding error: '
+        'unknown field "spec.colour"'
+    )
+    doubled = (
+        b'{"apiVersion": "route.openshift.io/v1", "kind": "Route", "metadata": {"name": "d"},'
+        b' "spec": {"host": "a.example.com", "host": "b.example.com", "shade": 1,'
+        b' "to": {"kind": "Service", "name": "s"}}}'
+    )
+    json_body = {"Content-Type": "application/json"}
+    both = http.post(
+        ROUTES, params={"fieldValidation": "Strict"}, content=doubled, headers=json_body
+    )
+    assert both.status_code == 400
+    assert both.json()["message"].endswith(
+        'strict decoding error: duplicate field "spec.host", unknown field "spec.shade"'
+    )
+    yaml_doubled = b"kind: Route\napiVersion: route.openshift.io/v1\nmetadata: {name: y, name: y}\n"
+    yaml_both = http.post(
+        ROUTES,
+        params={"fieldValidation": "Strict"},
+        content=yaml_doubled + b"spec: {to: {kind: Service, name: s}}\n",
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert yaml_both.status_code == 400
+    assert 'duplicate field "metadata.name"' in yaml_both.json()["message"]
+    bad = http.post(ROUTES, params={"fieldValidation": "Loose"}, json=route("l"))
+    assert bad.status_code == 400 and "fieldValidation" in bad.json()["message"]
+    assert revision(api) == before  # nothing was written
+
+    # the default is Warn: written without the field, one Warning header per field
+    warned = http.post(ROUTES, content=doubled, headers=json_body)
+    assert warned.status_code == 201, warned.text
+    assert _warnings(warned) == [
+        '299 - "duplicate field \\"spec.host\\""',
+        '299 - "unknown field \\"spec.shade\\""',
+    ]
+    stored = http.get(f"{ROUTES}/d").json()
+    assert stored["spec"]["host"] == "b.example.com" and "shade" not in stored["spec"]
+    ignored = http.post(
+        ROUTES, params={"fieldValidation": "Ignore"}, json=route("i", colour="blue")
+    )
+    assert ignored.status_code == 201 and _warnings(ignored) == []
+    assert "colour" not in http.get(f"{ROUTES}/i").json()["spec"]
+
+    # update and the three patch types follow the same directive
+    current = http.get(f"{ROUTES}/i").json()
+    current["spec"]["tls"] = {"termination": "edge", "colour": "red"}
+    put = http.put(f"{ROUTES}/i", params={"fieldValidation": "Strict"}, json=current)
+    assert put.status_code == 400 and 'unknown field "spec.tls.colour"' in put.json()["message"]
+    put = http.put(f"{ROUTES}/i", params={"fieldValidation": "Warn"}, json=current)
+    assert put.status_code == 200 and _warnings(put) == [
+        '299 - "unknown field \\"spec.tls.colour\\""'
+    ]
+    assert http.get(f"{ROUTES}/i").json()["spec"]["tls"] == {"termination": "edge"}
+    patches = (
+        ("application/merge-patch+json", {"metadata": {"colour": "x"}}),
+        ("application/json-patch+json", [{"op": "add", "path": "/metadata/colour", "value": 1}]),
+    )
+    for kind, body in patches:
+        refused = http.patch(
+            f"{ROUTES}/i",
+            params={"fieldValidation": "Strict"},
+            json=body,
+            headers={"Content-Type": kind},
+        )
+        assert (
+            refused.status_code == 400
+            and 'unknown field "metadata.colour"' in refused.json()["message"]
+        )
+        warned = http.patch(f"{ROUTES}/i", json=body, headers={"Content-Type": kind})
+        assert warned.status_code == 200
+        assert _warnings(warned) == ['299 - "unknown field \\"metadata.colour\\""']
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    http.post("/api/v1/namespaces/default/services", json=svc).raise_for_status()
+    smp = http.patch(
+        "/api/v1/namespaces/default/services/web",
+        params={"fieldValidation": "Strict"},
+        json={"spec": {"ports": [{"port": 80, "nmae": "http"}]}},
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+    )
+    assert smp.status_code == 400 and 'unknown field "spec.ports[0].nmae"' in smp.json()["message"]
 
 
 def test_generate_name_dry_run_conflict_and_deletecollection(

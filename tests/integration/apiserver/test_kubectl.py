@@ -165,6 +165,26 @@ def test_an_invalid_route_is_refused_naming_its_field_and_writes_nothing(
     assert unknown.returncode != 0 and "spec.hots" in unknown.stderr, unknown.stderr
 
 
+def test_apply_validate_strict_warn_and_false(api: APIServerProcess) -> None:
+    """kubectl's --validate becomes fieldValidation: strict refuses, warn prints kubectl's
+    ``Warning:`` line and writes without the field, false writes without a word."""
+    colourful = ROUTE.replace("  host:", "  colour: blue\n  host:")
+    strict = api.kubectl("apply", "--validate=strict", "-f", "-", input=colourful)
+    assert strict.returncode != 0
+    assert 'strict decoding error: unknown field "spec.colour"' in strict.stderr, strict.stderr
+    assert api.kubectl("get", "route", "web").returncode != 0  # nothing written
+    warn = api.kubectl("apply", "--validate=warn", "-f", "-", input=colourful)
+    assert warn.returncode == 0, warn.stderr
+    assert warn.stdout.strip() == "route.route.openshift.io/web created"
+    assert 'Warning: unknown field "spec.colour"' in warn.stderr, warn.stderr
+    assert "colour" not in api.json("get", "route", "web")["spec"]
+    quiet = api.kubectl(
+        "apply", "--validate=false", "-f", "-", input=colourful.replace("name: web", "name: q")
+    )
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert "colour" not in api.json("get", "route", "q")["spec"]
+
+
 def test_get_watch_prints_changes_as_they_happen(api: APIServerProcess) -> None:
     api.ok("apply", VALIDATE, "-f", "-", input=ROUTE)
     watcher = subprocess.Popen(

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
+from shiftnet.api.strict_yaml import MAX_NESTING, expanded_size, nesting
 from shiftnet.cli.manifests import MAX_OBJECT_BYTES, parse_text, split_documents
-from shiftnet.cli.strict_yaml import MAX_NESTING, expanded_size, nesting
 from shiftnet.errors import InvalidInput
 
 

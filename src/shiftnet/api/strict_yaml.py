@@ -1,4 +1,5 @@
-"""YAML and JSON decoding for manifests with the strictness kubectl has and PyYAML lacks.
+"""YAML and JSON decoding with the strictness kubectl has and PyYAML lacks (the CLI's manifests,
+the API server's request bodies).
 
 PyYAML's safe loader keeps the last of two equal keys, recurses once per
 nesting level (so a deep document ends in a ``RecursionError``) and expands
