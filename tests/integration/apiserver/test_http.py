@@ -208,6 +208,62 @@ def test_field_validation_strict_warn_ignore_and_the_default(
     assert smp.status_code == 400 and 'unknown field "spec.ports[0].nmae"' in smp.json()["message"]
 
 
+SERVICES = "/api/v1/namespaces/default/services"
+
+
+def service(name: str, cluster_ip: str | None = None) -> dict[str, object]:
+    spec: dict[str, object] = {"ports": [{"port": 80}]}
+    if cluster_ip:
+        spec["clusterIP"] = cluster_ip
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+
+
+def test_cluster_ip_requests_are_checked_as_apply_checks_them(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    """A taken, out-of-range or changed ClusterIP, or a full range, is a 422 naming
+    spec.clusterIP before anything is written, as ``shiftnet apply`` refuses it."""
+    network = {
+        "apiVersion": "network.openshift.io/v1",
+        "kind": "ClusterNetwork",
+        "metadata": {"name": "default"},
+        "clusterNetworks": [{"CIDR": "127.10.0.0/16", "hostSubnetLength": 8}],
+        "serviceNetwork": "127.30.0.0/30",
+    }
+    http.post("/apis/network.openshift.io/v1/clusternetworks", json=network).raise_for_status()
+    http.post(SERVICES, json=service("first", "127.30.0.1")).raise_for_status()
+    before = revision(api)
+    taken = http.post(SERVICES, json=service("second", "127.30.0.1"))
+    assert taken.status_code == 422, taken.text
+    body = taken.json()
+    assert body["reason"] == "Invalid"
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "field": "spec.clusterIP",
+            "message": 'Invalid value: "127.30.0.1": provided IP is already allocated '
+            '(to Service "default/first")',
+        }
+    ]
+    assert body["message"].startswith('Service "second" is invalid: spec.clusterIP: ')
+    far = http.post(SERVICES, json=service("far", "10.9.9.9"))
+    assert far.status_code == 422 and far.json()["details"]["causes"][0]["field"] == (
+        "spec.clusterIP"
+    )
+    moved = http.get(f"{SERVICES}/first").json()
+    moved["spec"]["clusterIP"] = "127.30.0.2"
+    changed = http.put(f"{SERVICES}/first", json=moved)
+    assert changed.status_code == 422 and "field is immutable" in changed.json()["message"]
+    http.post(SERVICES, json=service("last", "127.30.0.2")).raise_for_status()
+    after_last = revision(api)
+    full = http.post(SERVICES, json=service("none-left"))
+    assert full.status_code == 422 and "range is full" in full.json()["message"], full.text
+    assert revision(api) == after_last == before + 1  # only "last" was written
+    res = api.kubectl("create", "-f", "-", input=json.dumps(service("k", "127.30.0.1")))
+    assert res.returncode != 0
+    assert 'The Service "k" is invalid: spec.clusterIP' in res.stderr, res.stderr
+
+
 def test_generate_name_dry_run_conflict_and_deletecollection(
     api: APIServerProcess, http: httpx.Client
 ) -> None:
