@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 import urllib.request
 from ipaddress import ip_address, ip_network
 from pathlib import Path
@@ -153,6 +154,29 @@ class Cluster:
         assert answer.answer, answer
         return str(answer.answer[0][0])
 
+    def through_cluster_ip(self, ip: str, timeout: float = 30) -> str:
+        """GET through the user-space proxy, retrying while the Service's endpoints and
+        listener settle (they follow the pods asynchronously, as the router does)."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with opener.open(f"http://{ip}:80/via-service", timeout=10) as resp:
+                    return str(resp.read().decode())
+            except OSError as err:
+                if time.monotonic() > deadline:
+                    seen = subprocess.run(
+                        [str(SHIFTNET), "get", "pods,endpoints", "-A", "-o", "wide"],
+                        env=self.env,
+                        capture_output=True,
+                        text=True,
+                        timeout=30,
+                    )
+                    raise AssertionError(
+                        f"cluster {self.name}: {ip}:80 does not answer ({err})\n{seen.stdout}"
+                    ) from err
+            time.sleep(0.2)
+
     def check_serves_its_own(self) -> str:
         """DNS -> own ClusterIP -> own pod through the proxy; the Route through own router."""
         ip = self.cluster_ip()
@@ -160,9 +184,7 @@ class Cluster:
             ip,
             self.line("master"),
         )
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(f"http://{ip}:80/via-service", timeout=10) as resp:
-            body = resp.read().decode()
+        body = self.through_cluster_ip(ip)
         assert f"pod=pod-{self.name} ns=team" in body, body
         pod_ip = re.search(r"ip=(\S+)", body)
         assert pod_ip and ip_address(pod_ip.group(1)) in ip_network(self.network("cluster network"))
