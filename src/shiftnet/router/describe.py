@@ -13,12 +13,11 @@ import json
 from pathlib import Path
 
 from shiftnet.api import Route
+from shiftnet.router.haproxy.names import ALIASES_INDEX
 from shiftnet.router.haproxy.process import socket_dir
 from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError, StatRow
 
 BACKENDS_INDEX = "backends.json"
-# route backend -> the spare backend serving it until the next reload (driver-written)
-ALIASES_INDEX = "aliases.json"
 
 
 def _router_names(route: Route) -> list[str]:

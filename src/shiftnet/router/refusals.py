@@ -28,7 +28,7 @@ from shiftnet.router.haproxy.assembly import Assembly
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.isolation import find_refused
 from shiftnet.router.haproxy.process import ConfigCheckFailed
-from shiftnet.router.haproxy.render import RenderPaths
+from shiftnet.router.haproxy.writer import RenderPaths
 from shiftnet.router.model import L7Policy
 
 log = logging.getLogger(__name__)

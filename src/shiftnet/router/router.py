@@ -43,6 +43,7 @@ from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
 from shiftnet.router.haproxy.assembly import Assembly
+from shiftnet.router.haproxy.description import Backend
 from shiftnet.router.haproxy.driver import HAProxyDriver
 from shiftnet.router.haproxy.process import (
     ConfigCheckFailed,
@@ -52,8 +53,8 @@ from shiftnet.router.haproxy.process import (
     log_maxconn_fit,
     socket_dir,
 )
-from shiftnet.router.haproxy.render import RenderPaths
 from shiftnet.router.haproxy.runtime import RuntimeAPIError, parse_show_stat
+from shiftnet.router.haproxy.writer import RenderPaths
 from shiftnet.router.model import L7Model, PoolKey
 from shiftnet.router.model_index import ModelIndex
 from shiftnet.router.refusals import Refusals
@@ -256,20 +257,20 @@ class Router:
         """
         keys, self._pending_pools = self._pending_pools, set()
         try:
-            sections = self._advance(pools=keys)
-            if sections:
-                await self.driver.apply_sections(sections)
+            backends = self._advance(pools=keys)
+            if backends:
+                await self.driver.apply_backends(backends)
         except (ShiftnetError, KeyError, ValueError) as err:
             log.info("endpoint fast path skipped error=%s", err)
         finally:
             self._runner.kick()
 
-    def _advance(self, pools: Iterable[PoolKey] = ()) -> dict[str, str] | None:
-        """Feed the noted changes through admission, model and render (pure, in memory).
+    def _advance(self, pools: Iterable[PoolKey] = ()) -> dict[str, Backend] | None:
+        """Feed the noted changes through admission, model and description (pure, in memory).
 
-        Returns the backend sections whose servers alone changed (what the
-        runtime API can serve without the full plan), or None when something
-        else changed too.
+        Returns the backends whose servers alone changed (what the runtime
+        API can serve without the full plan), or None when something else
+        changed too.
         """
         assembly = self._assembly
         assert assembly is not None
@@ -296,7 +297,7 @@ class Router:
             policies[key] = self._models.policies.get(key)
         assembly.update(policies)
         self._status_dirty |= set(policies)
-        return assembly.runtime_sections()
+        return assembly.runtime_backends()
 
     def _on_rejected(self, err: ConfigCheckFailed) -> None:
         """The driver's ``haproxy -c`` refused a file set: find the routes on the next sync."""
@@ -345,10 +346,10 @@ class Router:
                 self._assembly, self._models.policies, self.routes.get, self._paths
             )
             self._status_dirty |= found.keys()
-        files = self._assembly.files()
+        files, description = self._assembly.snapshot()
         self.refusals.handed(files, self._assembly)
         log_maxconn_fit(self._assembly.fit)
-        await self.driver.apply(files, self._assembly.split())
+        await self.driver.apply(files, description)
         self._write_index(
             {f"{ns}/{name}": [be] for (ns, name), be in self._assembly.backends.items()}
         )

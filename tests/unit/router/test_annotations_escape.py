@@ -16,16 +16,18 @@ from shiftnet.router.haproxy import escape
 
 
 def test_valid_annotations_parse_to_typed_options() -> None:
-    options, warnings = ann.parse_route_options({
-        ann.BALANCE: "random",
-        ann.DISABLE_COOKIES: "true",
-        ann.TIMEOUT: "90s",
-        ann.IP_WHITELIST: "192.168.1.0/24 10.0.0.1 10.0.0.1",
-        ann.HSTS_HEADER: "preload; max-age=10 ;includesubdomains",
-        ann.RATE_LIMIT: "true",
-        ann.RATE_LIMIT_RATE_TCP: "20",
-        "unrelated.example.com/x": "anything\n",
-    })
+    options, warnings = ann.parse_route_options(
+        {
+            ann.BALANCE: "random",
+            ann.DISABLE_COOKIES: "true",
+            ann.TIMEOUT: "90s",
+            ann.IP_WHITELIST: "192.168.1.0/24 10.0.0.1 10.0.0.1",
+            ann.HSTS_HEADER: "preload; max-age=10 ;includesubdomains",
+            ann.RATE_LIMIT: "true",
+            ann.RATE_LIMIT_RATE_TCP: "20",
+            "unrelated.example.com/x": "anything\n",
+        }
+    )
     assert warnings == ()
     assert options.balance == "random" and options.disable_cookies
     assert options.timeout_ms == 90_000
@@ -34,18 +36,21 @@ def test_valid_annotations_parse_to_typed_options() -> None:
     assert options.rate_limit == ann.RateLimit(rate_tcp=20)
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    (ann.BALANCE, "fastest"),
-    (ann.TIMEOUT, "10 parsecs"),
-    (ann.IP_ALLOWLIST, "10.0.0.0/8 evil\nline"),
-    (ann.HSTS_HEADER, "includeSubDomains"),
-    (ann.REWRITE_TARGET, "no-slash"),
-    (ann.REWRITE_TARGET, '/a"b'),
-    (ann.COOKIE_NAME, "bad cookie"),
-    (ann.SET_FORWARDED_HEADERS, "sometimes"),
-    (ann.POD_CONCURRENT_CONNECTIONS, "-3"),
-    (ann.DISABLE_COOKIES, "maybe"),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (ann.BALANCE, "fastest"),
+        (ann.TIMEOUT, "10 parsecs"),
+        (ann.IP_ALLOWLIST, "10.0.0.0/8 evil\nline"),
+        (ann.HSTS_HEADER, "includeSubDomains"),
+        (ann.REWRITE_TARGET, "no-slash"),
+        (ann.REWRITE_TARGET, '/a"b'),
+        (ann.COOKIE_NAME, "bad cookie"),
+        (ann.SET_FORWARDED_HEADERS, "sometimes"),
+        (ann.POD_CONCURRENT_CONNECTIONS, "-3"),
+        (ann.DISABLE_COOKIES, "maybe"),
+    ],
+)
 def test_invalid_annotation_is_ignored_with_a_warning(key: str, value: str) -> None:
     options, warnings = ann.parse_route_options({key: value})
     assert options == ann.RouteOptions()
@@ -68,7 +73,10 @@ def test_durations_round_trip() -> None:
     assert parse_duration_ms("") is None and parse_duration_ms("5x") is None
     assert parse_duration_ms("999999999999h") is None
     assert [format_duration_ms(v) for v in (30_000, 3_600_000, 1500, 90_000)] == [
-        "30s", "1h", "1500ms", "90s",
+        "30s",
+        "1h",
+        "1500ms",
+        "90s",
     ]
 
 
@@ -114,7 +122,8 @@ def test_names_differ_for_different_parts() -> None:
 
 
 def test_map_and_address_checks() -> None:
-    assert escape.map_line("h.example.com/a", "be_http:ns:a") == "h.example.com/a be_http:ns:a\n"
+    assert escape.map_key("h.example.com/a") == "h.example.com/a"
+    assert escape.map_value("be_http:ns:a") == "be_http:ns:a"
     for bad in ("", "a b", "#x", "a\nb", "é"):
         with pytest.raises(escape.UnsafeValue):
             escape.map_key(bad)
@@ -132,7 +141,7 @@ def test_map_and_address_checks() -> None:
 def test_pem_keeps_only_well_formed_blocks() -> None:
     body = "QUJD"  # "ABC"
     block = f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
-    assert escape.pem(f"junk\n{block}trailer \"x") == block.encode()
+    assert escape.pem(f'junk\n{block}trailer "x') == block.encode()
     for bad in ("no pem here", "-----BEGIN EVIL-----\nQUJD\n-----END EVIL-----\n"):
         with pytest.raises(escape.UnsafeValue):
             escape.pem(bad)
@@ -149,27 +158,33 @@ def test_config_from_env_with_flag_precedence() -> None:
     parser = argparse.ArgumentParser()
     add_router_flags(parser)
     ns = parser.parse_args(["--http-port", "8080"])
-    config = RouterConfig.from_args(ns, {
-        "ROUTER_SERVICE_HTTP_PORT": "9090",
-        "ROUTER_SERVICE_HTTPS_PORT": "9443",
-        "ROUTER_LOAD_BALANCE_ALGORITHM": "roundrobin",
-        "ROUTER_DEFAULT_SERVER_TIMEOUT": "1m",
-        "RELOAD_INTERVAL": "2",
-        "SHIFTNET_HOME": "/srv/sn",
-    })
+    config = RouterConfig.from_args(
+        ns,
+        {
+            "ROUTER_SERVICE_HTTP_PORT": "9090",
+            "ROUTER_SERVICE_HTTPS_PORT": "9443",
+            "ROUTER_LOAD_BALANCE_ALGORITHM": "roundrobin",
+            "ROUTER_DEFAULT_SERVER_TIMEOUT": "1m",
+            "RELOAD_INTERVAL": "2",
+            "SHIFTNET_HOME": "/srv/sn",
+        },
+    )
     assert (config.http_port, config.https_port) == (8080, 9443)
     assert config.load_balance_algorithm == "roundrobin"
     assert config.server_timeout_ms == 60_000 and config.reload_interval_ms == 2000
     assert config.work_dir == "/srv/sn/router-router"
 
 
-@pytest.mark.parametrize(("env", "needle"), [
-    ({"ROUTER_SERVICE_HTTP_PORT": "http"}, "ROUTER_SERVICE_HTTP_PORT"),
-    ({"ROUTER_TCP_BALANCE_SCHEME": "fastest"}, "ROUTER_TCP_BALANCE_SCHEME"),
-    ({"STATS_USERNAME": "admin"}, "STATS_PASSWORD"),
-    ({"STATS_PASSWORD": "a b", "STATS_USERNAME": "x"}, "STATS_PASSWORD"),
-    ({"ROUTER_SERVICE_HTTPS_PORT": "80"}, "ROUTER_SERVICE_HTTPS_PORT"),
-])
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"ROUTER_SERVICE_HTTP_PORT": "http"}, "ROUTER_SERVICE_HTTP_PORT"),
+        ({"ROUTER_TCP_BALANCE_SCHEME": "fastest"}, "ROUTER_TCP_BALANCE_SCHEME"),
+        ({"STATS_USERNAME": "admin"}, "STATS_PASSWORD"),
+        ({"STATS_PASSWORD": "a b", "STATS_USERNAME": "x"}, "STATS_PASSWORD"),
+        ({"ROUTER_SERVICE_HTTPS_PORT": "80"}, "ROUTER_SERVICE_HTTPS_PORT"),
+    ],
+)
 def test_bad_config_names_the_variable(env: dict[str, str], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         RouterConfig.from_env(env)

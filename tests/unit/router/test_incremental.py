@@ -21,7 +21,6 @@ from shiftnet.router.admission import admit, route_key
 from shiftnet.router.admission_index import AdmissionIndex
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.assembly import Assembly
-from shiftnet.router.haproxy.live import split_sections
 from shiftnet.router.haproxy.render import RenderPaths, render
 from shiftnet.router.model import build_model
 from shiftnet.router.model_index import ModelIndex
@@ -41,7 +40,8 @@ def _random_route(rng: random.Random, name: str, namespace: str) -> Route:
         host,
         namespace=namespace,
         service=rng.choice(SERVICES),
-        path=rng.choice(["", "", "/api", "/api/v2"]) if tls != {"termination": "passthrough"}
+        path=rng.choice(["", "", "/api", "/api/v2"])
+        if tls != {"termination": "passthrough"}
         else "",
         tls=tls,
         alternates=alternates,
@@ -104,16 +104,17 @@ def test_indices_equal_a_full_computation_after_every_change(seed: int, wildcard
         assert index.result() == full
         model = build_model(full, list(endpoints.values()), list(services.values()))
         assert models.model() == model
-        files = render(model, config, PATHS).files
-        assert assembly.files() == files
-        assert assembly.split() == split_sections(files["haproxy.cfg"].decode())
+        full_render = render(model, config, PATHS)
+        assert assembly.files() == full_render.files
+        assert assembly.description() == full_render.description
 
 
 def test_a_namespace_reset_reports_exactly_the_changed_decisions() -> None:
     config = RouterConfig()
     a = f.route("a", "app.example.com", created="2026-01-01T00:00:00Z")
-    b = f.route("b", "app.example.com", namespace="other", path="/x",
-                created="2026-01-02T00:00:00Z")
+    b = f.route(
+        "b", "app.example.com", namespace="other", path="/x", created="2026-01-02T00:00:00Z"
+    )
     index = AdmissionIndex(config)
     assert index.reset([a, b], []) == {("ns", "a"), ("other", "b")}
     assert index.reset([a, b], []) == set()  # nothing moved

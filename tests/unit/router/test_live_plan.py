@@ -8,19 +8,29 @@ from tests.support import routes as f
 
 from shiftnet.router.admission import admit
 from shiftnet.router.config import RouterConfig
-from shiftnet.router.haproxy.live import Fallback, LiveState, Plan, plan, split_sections
-from shiftnet.router.haproxy.render import RenderPaths, render_haproxy
+from shiftnet.router.haproxy.description import Description
+from shiftnet.router.haproxy.live import Fallback, LiveState, Plan, plan
+from shiftnet.router.haproxy.render import RenderPaths, render
+from shiftnet.router.haproxy.writer import backend_text
 from shiftnet.router.model import build_model
 
-CONFIG = RouterConfig(http_port=8080, https_port=8443, max_connections=2000, threads=2,
-                      spare_backends=2, share_backends=False)  # a backend per route
+CONFIG = RouterConfig(
+    http_port=8080,
+    https_port=8443,
+    max_connections=2000,
+    threads=2,
+    spare_backends=2,
+    share_backends=False,
+)  # a backend per route
 PATHS = RenderPaths(run_dir="/run/x", default_certificate="/etc/default.pem")
 EPS = [f.endpoints("svc", ["10.0.0.1"]), f.endpoints("other", ["10.0.0.9", "10.0.0.8"])]
 
 
-def files(routes: list, eps: list | None = None, config: RouterConfig = CONFIG) -> dict[str, bytes]:
-    return render_haproxy(build_model(admit(routes, [], config), EPS if eps is None else eps),
-                          config, PATHS)
+def files(routes: list, eps: list | None = None, config: RouterConfig = CONFIG) -> Description:
+    """The description the renderer writes the files from (what the planner compares)."""
+    return render(
+        build_model(admit(routes, [], config), EPS if eps is None else eps), config, PATHS
+    ).description
 
 
 def ok(outcome: Plan | Fallback) -> Plan:
@@ -67,8 +77,7 @@ def test_deleted_alias_frees_its_spare_and_deleted_loaded_route_goes_to_maintena
     assert "set server be_http:ns:a/" in joined and "state maint" in joined
     assert "set server be_spare_http:0/" in joined
     assert not p2.state.clean  # be_http:ns:a is still loaded until the reload
-    _, sections = split_sections(files([])["haproxy.cfg"].decode())
-    assert p2.state.sections["be_spare_http:0"] == sections["be_spare_http:0"]
+    assert p2.state.backends["be_spare_http:0"] == files([]).backends["be_spare_http:0"]
 
 
 def test_endpoint_change_is_clean_and_one_to_two_members_needs_no_reload() -> None:
@@ -79,7 +88,7 @@ def test_endpoint_change_is_clean_and_one_to_two_members_needs_no_reload() -> No
     assert any("10.0.0.2" in c for c in p.commands)
     # Two pods want health checks, which only a reload can add: served now, reload owed.
     assert not p.state.clean
-    assert "check" not in p.state.sections["be_http:ns:a"]
+    assert "check" not in backend_text(p.state.backends["be_http:ns:a"])
     # Back to one pod: nothing is owed any more.
     back = ok(plan(p.state, files([f.route("a")])))
     assert back.state.clean
@@ -104,11 +113,42 @@ def test_changes_that_need_a_reload() -> None:
 
 def test_edge_and_passthrough_take_spares_of_their_kind() -> None:
     live = LiveState.of(files([]))
-    routes = [f.route("e", tls={"termination": "edge"}),
-              f.route("p", tls={"termination": "passthrough"})]
+    routes = [
+        f.route("e", tls={"termination": "edge"}),
+        f.route("p", tls={"termination": "passthrough"}),
+    ]
     p = ok(plan(live, files(routes)))
-    assert p.state.aliases == {"be_edge_http:ns:e": "be_spare_edge:0",
-                               "be_tcp:ns:p": "be_spare_tcp:0"}
+    assert p.state.aliases == {
+        "be_edge_http:ns:e": "be_spare_edge:0",
+        "be_tcp:ns:p": "be_spare_tcp:0",
+    }
     joined = "\n".join(p.commands)
     assert "add map os_sni_passthrough.map p.example.com be_spare_tcp:0" in joined
     assert "add map os_tls_prefix.map e.example.com/ be_spare_edge:0" in joined
+
+
+def test_slot_commands_drain_first_then_address_and_weight_then_ready() -> None:
+    from shiftnet.router.haproxy.description import Member
+    from shiftnet.router.haproxy.live import backend_commands
+
+    empty = files([f.route("a")], []).backends["be_http:ns:a"]
+    filled = empty.with_slots((Member("127.0.0.9", 80, 3, "127.0.0.9:80"), None, None, None))
+    assert backend_commands(empty, filled) == [
+        "set server be_http:ns:a/s0 addr 127.0.0.9 port 80",
+        "set server be_http:ns:a/s0 weight 3",
+        "set server be_http:ns:a/s0 state ready",
+    ]
+    assert backend_commands(filled, empty)[0] == "set server be_http:ns:a/s0 state maint"
+
+
+def test_map_commands() -> None:
+    from shiftnet.router.haproxy.live import map_commands
+
+    old = {"a.example.com/": "be_a", "b.example.com/": "be_b"}
+    new = {"b.example.com/": "be_c", "c.example.com/x": "be_c"}
+    assert map_commands("os_http_prefix.map", old, new) == [
+        "del map os_http_prefix.map a.example.com/",
+        "set map os_http_prefix.map b.example.com/ be_c",
+        "add map os_http_prefix.map c.example.com/x be_c",
+    ]
+    assert map_commands("m.map", old, dict(old)) == []

@@ -13,7 +13,7 @@ from tests.support.tls import TestCA
 from shiftnet.router.admission import admit
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy import render as r
-from shiftnet.router.haproxy.render import RenderPaths, render, render_haproxy, slot_layout
+from shiftnet.router.haproxy.render import RenderPaths, render, render_haproxy, slot_servers
 from shiftnet.router.model import L7Model, Rule, Server, build_model
 
 CONFIG = RouterConfig(
@@ -42,8 +42,7 @@ def cfg(routes: list, eps: list | None = None, config: RouterConfig = CONFIG) ->
 
 
 def backend_block(text: str, name: str) -> str:
-    m = re.search(rf"^backend {re.escape(name)}(?: from \S+)?\n(.*?)(?:\n\n|\Z)", text,
-                  re.S | re.M)
+    m = re.search(rf"^backend {re.escape(name)}(?: from \S+)?\n(.*?)(?:\n\n|\Z)", text, re.S | re.M)
     assert m, f"backend {name} not rendered"
     return m.group(1)
 
@@ -304,8 +303,9 @@ def test_annotations_render() -> None:
         assert expected in block, expected
     assert out["allowlists/ns,a.txt"] == "10.0.0.0/8\n192.168.1.7/32\n"
     assert "backend be_edge_http:ns:a from fwd_replace\n" in out["haproxy.cfg"]
-    replace = re.search(r"^defaults fwd_replace from base\n(.*?)\n\n", out["haproxy.cfg"],
-                        re.S | re.M)
+    replace = re.search(
+        r"^defaults fwd_replace from base\n(.*?)\n\n", out["haproxy.cfg"], re.S | re.M
+    )
     assert replace and "  http-request del-header X-Forwarded-For\n" in replace.group(1)
 
 
@@ -325,13 +325,15 @@ def test_disable_cookies_and_forwarded_never() -> None:
         "be_http:ns:a",
     )
     assert "cookie" not in block and "forwardfor" not in block and "Forwarded" not in block
-    assert "backend be_http:ns:a from base\n" in cfg([f.route("a", annotations={
-        "haproxy.router.openshift.io/set-forwarded-headers": "never"})])
+    assert "backend be_http:ns:a from base\n" in cfg(
+        [f.route("a", annotations={"haproxy.router.openshift.io/set-forwarded-headers": "never"})]
+    )
 
 
 def test_forwarded_rules_are_written_once_per_policy() -> None:
-    text = cfg([f.route(f"r{i}") for i in range(50)], config=dataclasses.replace(
-        CONFIG, spare_backends=0))
+    text = cfg(
+        [f.route(f"r{i}") for i in range(50)], config=dataclasses.replace(CONFIG, spare_backends=0)
+    )
     assert text.count("http-request add-header Forwarded") == 2  # append and if-none sections
     assert text.count("backend be_http:") == 50
     assert text.count(" from fwd_append\n") == 50
@@ -399,16 +401,16 @@ def test_route_before_endpoints_renders_spare_slots_only() -> None:
 
 def test_slots_are_stable_when_another_member_leaves() -> None:
     members = [Server(f"10.0.0.{i}", 8080, "ns_svc", "", 256) for i in range(1, 6)]
-    before = {s.server: s.name for s in slot_layout("be", members) if s.server}
+    before = {s: f"s{i}" for i, s in enumerate(slot_servers(members)) if s}
     for gone in members:
         rest = [m for m in members if m is not gone]
-        after = {s.server: s.name for s in slot_layout("be", rest) if s.server}
+        after = {s: f"s{i}" for i, s in enumerate(slot_servers(rest)) if s}
         # A member sitting in its home slot (its hash) keeps it; only members that
         # had been pushed along by a collision may move.
         homes = {m: f"s{r.home_slot(m, 8)}" for m in rest}
         assert all(after[m] == before[m] for m in rest if before[m] == homes[m])
         assert sum(after[m] != before[m] for m in rest) <= 1
-    assert len(slot_layout("be", members)) == 8
+    assert len(slot_servers(members)) == 8
     assert [r.slot_count(n) for n in (0, 3, 4, 7, 8, 100)] == [4, 4, 8, 8, 16, 128]
 
 

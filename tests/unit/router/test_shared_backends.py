@@ -17,10 +17,12 @@ from shiftnet.router.admission import admit, route_key
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy import render as r
 from shiftnet.router.haproxy.assembly import Assembly
+from shiftnet.router.haproxy.writer import backend_text
 from shiftnet.router.model import build_model
 
-CONFIG = RouterConfig(http_port=8080, https_port=8443, max_connections=2000, threads=2,
-                      spare_backends=0)
+CONFIG = RouterConfig(
+    http_port=8080, https_port=8443, max_connections=2000, threads=2, spare_backends=0
+)
 PATHS = r.RenderPaths(run_dir="/run/sn", default_certificate="/run/sn/default.pem")
 BALANCE = {"haproxy.router.openshift.io/balance": "roundrobin"}
 
@@ -71,11 +73,18 @@ def test_services_with_equal_pods_share_too_and_other_pods_or_options_do_not() -
         f.route("c", "c.test", service="s3"),  # other pod
         f.route("d", "d.test", service="s1", annotations=BALANCE),  # other options
         f.route("e", "e.test", service="s1", tls={"termination": "edge"}),  # other kind
-        f.route("g", "g.test", service="s1",
-                annotations={"haproxy.router.openshift.io/ip_whitelist": "10.1.0.0/16"}),
+        f.route(
+            "g",
+            "g.test",
+            service="s1",
+            annotations={"haproxy.router.openshift.io/ip_whitelist": "10.1.0.0/16"},
+        ),
     ]
-    eps = [f.endpoints("s1", ["10.0.0.1"]), f.endpoints("s2", ["10.0.0.1"]),
-           f.endpoints("s3", ["10.0.0.3"])]
+    eps = [
+        f.endpoints("s1", ["10.0.0.1"]),
+        f.endpoints("s2", ["10.0.0.1"]),
+        f.endpoints("s3", ["10.0.0.3"]),
+    ]
     out = _render(routes, eps)
     sections = _sections(out[r.CONFIG_FILE])
     assert _host_backend(out, "b.test") == "be_http:ns:a"
@@ -90,10 +99,16 @@ def test_services_with_equal_pods_share_too_and_other_pods_or_options_do_not() -
 
 def test_every_route_is_served_by_a_backend_with_its_own_pods_and_options() -> None:
     """Whatever groups form, a route's backend renders as the route's own would."""
-    routes = [f.route(f"r{i}", f"h{i}.test", service=f"s{i % 4}",
-                      annotations=BALANCE if i % 5 == 0 else None) for i in range(30)]
-    eps = [f.endpoints(f"s{i}", ["10.0.0.1"] if i < 2 else [f"10.0.0.{i}", "10.0.0.9"])
-           for i in range(4)]
+    routes = [
+        f.route(
+            f"r{i}", f"h{i}.test", service=f"s{i % 4}", annotations=BALANCE if i % 5 == 0 else None
+        )
+        for i in range(30)
+    ]
+    eps = [
+        f.endpoints(f"s{i}", ["10.0.0.1"] if i < 2 else [f"10.0.0.{i}", "10.0.0.9"])
+        for i in range(4)
+    ]
     shared = _render(routes, eps)
     alone = _render(routes, eps, dataclasses.replace(CONFIG, share_backends=False))
     shared_sections = _sections(shared[r.CONFIG_FILE])
@@ -140,18 +155,21 @@ def test_when_the_first_route_goes_the_next_one_takes_the_backend() -> None:
         build_model(admit([b, c], [], CONFIG), eps), CONFIG, PATHS
     )
     # Other routes' map entries moved: the runtime API alone cannot serve that.
-    assert assembly.runtime_sections() is None
+    assert assembly.runtime_backends() is None
 
 
-def test_runtime_sections_for_a_group_whose_pods_change_together() -> None:
+def test_runtime_backends_for_a_group_whose_pods_change_together() -> None:
     a, b = f.route("a", "a.test"), f.route("b", "b.test")
     assembly = Assembly(CONFIG, PATHS)
     assembly.update(_policies([a, b], [f.endpoints("svc", ["10.0.0.1"])]))
     # Both routes' service gets a second pod: one section changes, nothing else.
     assembly.update(_policies([a, b], [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]))
-    sections = assembly.runtime_sections()
+    sections = assembly.runtime_backends()
     assert sections is not None and list(sections) == ["be_http:ns:a"]
-    assert _servers(sections["be_http:ns:a"]) == ["10.0.0.1:8080 256", "10.0.0.2:8080 256"]
+    assert _servers(backend_text(sections["be_http:ns:a"])) == [
+        "10.0.0.1:8080 256",
+        "10.0.0.2:8080 256",
+    ]
 
 
 def test_a_route_whose_pods_change_alone_leaves_the_group() -> None:
@@ -163,7 +181,7 @@ def test_a_route_whose_pods_change_alone_leaves_the_group() -> None:
     moved = [eps[0], f.endpoints("s2", ["10.0.0.2"])]
     assembly.update({route_key(b): _policies([a, b], moved)[route_key(b)]})
     assert assembly.backends == {route_key(a): "be_http:ns:a", route_key(b): "be_http:ns:b"}
-    assert assembly.runtime_sections() is None  # b's map entries name a new backend
+    assert assembly.runtime_backends() is None  # b's map entries name a new backend
     assert assembly.files() == r.render_haproxy(
         build_model(admit([a, b], [], CONFIG), moved), CONFIG, PATHS
     )
@@ -178,5 +196,5 @@ def test_routes_without_pods_keep_their_own_backends() -> None:
     assert assembly.backends == {route_key(a): "be_http:ns:a", route_key(b): "be_http:ns:b"}
     ready = [f.endpoints("s1", ["10.0.0.1"]), eps[1]]
     assembly.update({route_key(a): _policies([a, b], ready)[route_key(a)]})
-    sections = assembly.runtime_sections()
+    sections = assembly.runtime_backends()
     assert sections is not None and list(sections) == ["be_http:ns:a"]

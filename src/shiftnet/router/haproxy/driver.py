@@ -1,14 +1,16 @@
-"""Apply a rendered HAProxy file set: through the runtime API when it can, by a reload when not.
+"""Apply a file set and its description: through the runtime API when it can, by a reload
+when not.
 
 Why two paths: a reload forks new workers and parses everything again, so it
 is rate-limited (``RELOAD_INTERVAL``) and coalesced (many changes, one reload);
 but most changes in a live cluster are pods coming and going, which only move
-addresses, weights and states of ``server`` lines. When the new configuration
-equals the running one with those four normalised away, the driver sends
-``set server`` commands at once, writes the new files to disk so a later reload
-changes nothing, and does not reload. Anything else (new backends, maps,
-certificates, more members than spare slots) goes through a checked reload;
-an endpoint-only change that still needs one is counted as a fallback.
+addresses, weights and states of server slots, or route map entries. The
+planner (``live.py``) compares the served description with the new one; when
+the runtime API can express the difference, the driver sends those commands
+at once, writes the new files to disk so a later reload changes nothing, and
+does not reload. Anything else (new backends no spare can serve,
+certificates, more members than slots) goes through a checked reload; an
+endpoint-only change that still needs one is counted as a fallback.
 
 Every reload candidate is first written to a staging directory and checked
 with ``haproxy -c`` there; only a configuration that passes replaces the live
@@ -26,112 +28,29 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from shiftnet.router import metrics
+from shiftnet.router.haproxy.description import Backend, Description
 from shiftnet.router.haproxy.files import read_file_set, write_file_set
-from shiftnet.router.haproxy.live import (
-    Fallback,
-    LiveState,
-    plan,
-    section_commands,
-    served_section,
-)
+from shiftnet.router.haproxy.live import Fallback, LiveState, backend_commands, plan, served_as
+from shiftnet.router.haproxy.names import ADMIN_SOCKET, ALIASES_INDEX, CONFIG_FILE
 from shiftnet.router.haproxy.process import (
-    CONFIG_NAME,
     ConfigCheckFailed,
     HAProxyError,
     HAProxyProcess,
     ReloadFailed,
 )
-from shiftnet.router.haproxy.runtime import (
-    RuntimeAPI,
-    RuntimeAPIError,
-    server_change_commands,
-)
+from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
 from shiftnet.runner import CoalescingRunner
 
 log = logging.getLogger(__name__)
 
-ADMIN_SOCKET = "admin.sock"
 OWED_RELOAD_QUIET = 5.0  # seconds without changes before a reload owed by runtime changes
 OWED_RELOAD_MAX = 30.0  # ... but never later than this after the first such change
-ALIASES_INDEX = "aliases.json"  # describe.ALIASES_INDEX (describe imports the driver's modules)
-
-
-@dataclass(frozen=True)
-class ServerLine:
-    """The runtime-changeable part of one ``server`` line."""
-
-    address: str
-    port: int
-    weight: int
-    disabled: bool
-
-
-_SECTION_RE = re.compile(r"^(backend|listen)\s+(\S+)")
-_OTHER_SECTION_RE = re.compile(r"^(global|defaults|frontend|peers|resolvers|userlist|program)\b")
-_SERVER_RE = re.compile(r"^(\s+server\s+)(\S+)\s+(\S+)(.*)$")
-_ADDR_RE = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$")
-_WEIGHT_RE = re.compile(r"\s+weight\s+(\d+)")
-_DISABLED_RE = re.compile(r"\s+disabled(?=\s|$)")
-
-
-@dataclass(frozen=True)
-class ParsedConfig:
-    """A configuration split into its reload-only skeleton and its server slots."""
-
-    skeleton: str  # the text with every server line's address/weight/disabled blanked
-    without_servers: str  # the text with server lines removed entirely
-    servers: dict[tuple[str, str], ServerLine]
-
-
-def parse_servers(text: str) -> ParsedConfig:
-    """Split ``haproxy.cfg`` into the part a reload must apply and the server slots."""
-    skeleton: list[str] = []
-    bare: list[str] = []
-    servers: dict[tuple[str, str], ServerLine] = {}
-    backend: str | None = None
-    for line in text.splitlines():
-        m = _SECTION_RE.match(line)
-        if m:
-            backend = m[2]
-        elif _OTHER_SECTION_RE.match(line):
-            backend = None
-        s = _SERVER_RE.match(line) if backend else None
-        a = _ADDR_RE.match(s[3]) if s else None
-        if s is None or a is None or backend is None:
-            skeleton.append(line)
-            bare.append(line)
-            continue
-        rest = s[4]
-        w = _WEIGHT_RE.search(rest)
-        servers[(backend, s[2])] = ServerLine(
-            address=a[1],
-            port=int(a[2]),
-            weight=int(w[1]) if w else 1,
-            disabled=bool(_DISABLED_RE.search(rest)),
-        )
-        rest = _DISABLED_RE.sub("", _WEIGHT_RE.sub("", rest))
-        skeleton.append(f"{s[1]}{s[2]} -{rest}")
-    return ParsedConfig("\n".join(skeleton), "\n".join(bare), servers)
-
-
-def server_commands(old: ParsedConfig, new: ParsedConfig) -> list[str]:
-    """The runtime commands that turn ``old``'s server slots into ``new``'s."""
-    cmds: list[str] = []
-    for key in sorted(new.servers):
-        before, after = old.servers[key], new.servers[key]
-        if before == after:
-            continue
-        be, srv = key
-        cmds += server_change_commands(be, srv, before, after)
-    return cmds
 
 
 class HAProxyDriver:
@@ -161,8 +80,10 @@ class HAProxyDriver:
         self.fallbacks = 0
         self.last_error: Exception | None = None
         self._desired: dict[str, bytes] | None = None
-        self._desired_split: tuple[str, dict[str, str]] | None = None  # its sections, if known
+        self._desired_description: Description | None = None  # what _desired was written from
         self._loaded: dict[str, bytes] | None = None  # what HAProxy last loaded (start/reload)
+        # An adopted HAProxy's files, until the first apply says what they describe.
+        self._adopted: dict[str, bytes] | None = None
         self._on_disk: dict[str, bytes] | None = None  # what conf/ holds
         self._live: LiveState | None = None  # what HAProxy effectively serves
         self._apply_lock = asyncio.Lock()
@@ -188,8 +109,10 @@ class HAProxyDriver:
             self._on_disk = dict(self._loaded)
             # A router that stopped owing a reload left HAProxy serving runtime
             # changes (spare backends) it can no longer describe: reload once first.
-            owed = self._owed_marker.exists()
-            self._live = None if owed else LiveState.of(self._loaded)
+            # Otherwise HAProxy serves the files on disk: when the first apply
+            # brings the same files, its description is what HAProxy serves.
+            if not self._owed_marker.exists():
+                self._adopted = self._loaded
         await self._runner.start()
         self._supervisor = asyncio.get_running_loop().create_task(
             self.process.supervise(), name="haproxy-supervisor"
@@ -210,10 +133,9 @@ class HAProxyDriver:
             await self.process.stop()
 
     # ------------------------------------------------------------------ apply
-    async def apply(
-        self, files: dict[str, bytes], split: tuple[str, dict[str, str]] | None = None
-    ) -> None:
-        """Make HAProxy serve ``files``: at once by runtime API, or by a coalesced reload.
+    async def apply(self, files: dict[str, bytes], description: Description) -> None:
+        """Make HAProxy serve ``files``, written from ``description``: at once by runtime API,
+        or by a coalesced reload.
 
         A change applied through the runtime API that leaves HAProxy serving
         something other than the files on disk (a new route on a spare backend,
@@ -222,8 +144,12 @@ class HAProxyDriver:
         """
         async with self._apply_lock:
             self._desired = dict(files)
-            self._desired_split = split
-            if self._live is not None and await self._try_runtime(files, split):
+            self._desired_description = description
+            if self._adopted is not None:
+                if self._live is None and files == self._adopted:
+                    self._live = LiveState.of(description)
+                self._adopted = None
+            if self._live is not None and await self._try_runtime(files, description):
                 if self._live.clean:
                     return
                 if not self._urgent:
@@ -260,35 +186,37 @@ class HAProxyDriver:
                 self._runner.kick()
                 return
 
-    async def apply_sections(self, sections: dict[str, str]) -> bool:
+    async def apply_backends(self, backends: dict[str, Backend]) -> bool:
         """Serve new server slots of some backends at once; False when only a full apply can.
 
-        The endpoint fast path: ``sections`` are freshly rendered backend
-        sections (route backend name -> text) whose map entries did not
-        change. The files on disk are left to the full apply that follows.
+        The endpoint fast path: ``backends`` are freshly described route
+        backends whose map entries did not change. The files on disk are left
+        to the full apply that follows.
         """
         if self._reloading:
             # A reload holds the lock for as long as the new worker parses (seconds
             # at 10,000 routes); endpoint commands need not wait: whichever worker
             # gets them, the apply after the reload re-sends what the loaded files lack.
-            return await self._apply_sections(sections)
+            return await self._apply_backends(backends)
         async with self._apply_lock:
-            return await self._apply_sections(sections)
+            return await self._apply_backends(backends)
 
-    async def _apply_sections(self, sections: dict[str, str]) -> bool:
+    async def _apply_backends(self, backends: dict[str, Backend]) -> bool:
         live = self._live
         if live is None or not self.process.alive():
             return False
-        served = dict(live.sections)
+        served = dict(live.backends)
         cmds: list[str] = []
-        for backend, text in sections.items():
-            name = live.aliases.get(backend, backend)
-            old = live.sections.get(name)
-            new = served_section(backend, text, name, old) if old is not None else None
-            more = section_commands(name, old, new) if old is not None and new else None
-            if new is None or more is None:
+        for name, backend in backends.items():
+            old = live.backends.get(live.aliases.get(name, name))
+            new = served_as(backend, old) if old is not None else None
+            try:
+                more = backend_commands(old, new) if old is not None and new else None
+            except RuntimeAPIError:
+                more = None
+            if old is None or new is None or more is None:
                 return False
-            served[name] = new
+            served[old.name] = new
             cmds += more
         if not cmds:
             return True
@@ -297,7 +225,7 @@ class HAProxyDriver:
         except RuntimeAPIError as err:
             log.warning("runtime endpoint update refused error=%s", err)
             return False
-        live.sections = served
+        live.backends = served
         live.clean = False  # the files on disk follow with the next full apply
         self.runtime_applies += 1
         metrics.RUNTIME_UPDATES.inc()
@@ -313,15 +241,13 @@ class HAProxyDriver:
         """Route backend -> spare backend serving it until the next reload."""
         return dict(self._live.aliases) if self._live is not None else {}
 
-    async def _try_runtime(
-        self, files: dict[str, bytes], split: tuple[str, dict[str, str]] | None = None
-    ) -> bool:
+    async def _try_runtime(self, files: dict[str, bytes], description: Description) -> bool:
         live = self._live
         assert live is not None
         if files == self._on_disk and live.clean:
             return True
         t0 = time.monotonic()
-        outcome = plan(live, files, split)
+        outcome = plan(live, description)
         if isinstance(outcome, Fallback):
             self._fallback(outcome.reason)
             return False
@@ -386,12 +312,13 @@ class HAProxyDriver:
         """
         async with self._apply_lock:
             desired = self._desired
-            if desired is None or self._serving(desired):
+            description = self._desired_description
+            if desired is None or description is None or self._serving(desired):
                 return
         t0 = time.monotonic()
         try:
             write_file_set(self.staging_dir, desired)
-            await self.process.check(self.staging_dir / CONFIG_NAME)
+            await self.process.check(self.staging_dir / CONFIG_FILE)
         except ConfigCheckFailed as err:
             self._failed("check", err)
             if self.on_rejected is not None:
@@ -423,7 +350,7 @@ class HAProxyDriver:
             self.last_error = None
             self._loaded = dict(desired)
             self._on_disk = dict(desired)
-            self._live = LiveState.of(desired)
+            self._live = LiveState.of(description)
             self._owed_marker.unlink(missing_ok=True)
             self._write_aliases({})
             if self.on_applied is not None:
@@ -434,10 +361,10 @@ class HAProxyDriver:
                 self.reloads,
                 time.monotonic() - t0,
             )
-            latest = self._desired
+            latest, latest_description = self._desired, self._desired_description
             # Changes that arrived during the check: on top, without another reload.
-            if latest is not None and latest is not desired:
-                if not await self._try_runtime(latest, self._desired_split) or self._urgent:
+            if latest is not None and latest_description is not None and latest is not desired:
+                if not await self._try_runtime(latest, latest_description) or self._urgent:
                     self._runner.kick()
                 elif not self._live.clean:
                     self._owe()
@@ -483,7 +410,7 @@ class HAProxyDriver:
         self.scratch_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_file_set(self.scratch_dir, files)
         try:
-            await self.process.check(self.scratch_dir / CONFIG_NAME)
+            await self.process.check(self.scratch_dir / CONFIG_FILE)
         except ConfigCheckFailed as err:
             return err
         return None

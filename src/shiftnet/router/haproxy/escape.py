@@ -221,11 +221,6 @@ def map_value(value: str, what: str = "map value") -> str:
     return value
 
 
-def map_line(key: str, value: str) -> str:
-    """One ``key value`` line of a map file, both checked."""
-    return f"{map_key(key)} {map_value(value)}\n"
-
-
 def sni_filter(value: str, wildcard: bool = False) -> str:
     """A crt-list SNI filter: a host name, or ``*.`` + a domain for wildcard routes."""
     return ("*." if wildcard else "") + hostname(value, "SNI filter")

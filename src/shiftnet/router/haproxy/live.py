@@ -1,4 +1,4 @@
-"""What HAProxy is serving right now, and the runtime commands that move it to a new file set.
+"""What HAProxy is serving right now, and the runtime commands that move it to a new description.
 
 Why: a reload parses the whole configuration again (about a second at 10,000
 routes), so route and endpoint changes are applied through the runtime API
@@ -6,65 +6,32 @@ whenever it can express them, and the reload comes later, coalesced, in the
 background. The runtime API can change ``server`` addresses, weights and
 states and map entries, but cannot add or remove a backend. So:
 
-* a **new route** takes a free *spare backend* of its kind (rendered by
-  ``render.py`` after the route backends, with the shape of a route without
-  annotations): its map entries point at the spare (an *alias*) and its
-  members fill the spare's slots;
+* a **new route** takes a free *spare backend* of its kind (described by
+  ``build.spare_backends`` with the options of a route without annotations):
+  its map entries point at the spare (an *alias*) and its members fill the
+  spare's slots;
 * a **deleted route** loses its map entries and its servers go to
   maintenance (its backend stays loaded, unused, until the next reload);
 * anything else (a changed backend option, certificates, the global or
   frontend part) needs a reload.
 
-:class:`LiveState` is the served configuration in the form the comparison
-needs: the part before the first backend, each backend section's text as
-it is *effectively* configured (runtime changes applied), the other files
-(maps with alias values), and the aliases. :func:`plan` is pure: it returns
-the commands and the next state, or a :class:`Fallback` naming why the
-change needs a reload.
+:class:`LiveState` is the served configuration as a description: each
+backend as it is *effectively* configured (runtime changes applied), the
+maps with alias values, the other files, and the aliases. :func:`plan`
+compares it with a new description backend by backend, slot by slot and map
+entry by map entry; it is pure and returns the commands and the next state,
+or a :class:`Fallback` naming why the change needs a reload.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shiftnet.router.haproxy.runtime import (
-    RuntimeAPI,
-    RuntimeAPIError,
-    map_entries,
-    server_change_commands,
-)
-
-CONFIG_NAME = "haproxy.cfg"
-SPARE_ADDRESS = "127.0.0.1:1"
-# route backend prefix -> spare backend prefix (render.SPARE_OF_PREFIX, kept here to stay pure)
-SPARE_OF_PREFIX = {
-    "be_http": "be_spare_http",
-    "be_edge_http": "be_spare_edge",
-    "be_secure": "be_spare_secure",
-    "be_tcp": "be_spare_tcp",
-}
-_SPARE_PREFIXES = tuple(p + ":" for p in SPARE_OF_PREFIX.values())
-
-_SERVER_RE = re.compile(r"^(\s+server\s+)(\S+)\s+(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})(.*)$")
-_WEIGHT_RE = re.compile(r"\s+weight\s+(\d+)")
-_DISABLED_RE = re.compile(r"\s+disabled(?=\s|$)")
-# Health checks are compared away: HAProxy cannot add them at run time, and a
-# route served without them until the next reload is still served (with
-# ``option redispatch`` and retries); a section served without the checks it
-# wants keeps the state unclean, so that reload is owed.
-_CHECK_RE = re.compile(r" check inter \S+")
-
-
-@dataclass(frozen=True)
-class Slot:
-    """The runtime-changeable part of one ``server`` line."""
-
-    address: str
-    port: int
-    weight: int
-    disabled: bool
+from shiftnet.router.haproxy import commands
+from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
+from shiftnet.router.haproxy.description import Backend, Description, ServerOptions
+from shiftnet.router.haproxy.names import is_spare, server_name, spare_kind
 
 
 @dataclass(frozen=True)
@@ -79,16 +46,20 @@ class LiveState:
     """The configuration HAProxy effectively serves (see the module docstring)."""
 
     head: str
-    sections: dict[str, str]
-    files: dict[str, bytes]  # everything but haproxy.cfg; maps hold alias values
+    backends: dict[str, Backend]
+    maps: dict[str, Mapping[str, str]]  # map file -> entries, alias values in place
+    files: Mapping[str, bytes]  # every other file but haproxy.cfg
     aliases: dict[str, str] = field(default_factory=dict)  # route backend -> spare
     clean: bool = True  # equal to the files on disk: no reload owed
 
     @classmethod
-    def of(cls, files: dict[str, bytes]) -> LiveState:
-        head, sections = split_sections(files.get(CONFIG_NAME, b"").decode())
-        others = {n: d for n, d in files.items() if n != CONFIG_NAME}
-        return cls(head=head, sections=sections, files=others)
+    def of(cls, description: Description) -> LiveState:
+        return cls(
+            head=description.head,
+            backends=dict(description.backends),
+            maps=dict(description.maps),
+            files=description.files,
+        )
 
 
 @dataclass(frozen=True)
@@ -98,259 +69,178 @@ class Plan:
     deferred: dict[str, str] = field(default_factory=dict)  # backend -> why it waits for a reload
 
 
-def split_sections(text: str) -> tuple[str, dict[str, str]]:
-    """``(text before the first backend, {backend name: its section text})``."""
-    start = text.find("\nbackend ")
-    if start < 0:
-        return text, {}
-    head = text[: start + 1]
-    sections: dict[str, str] = {}
-    for i, part in enumerate(text[start + 1 :].split("\nbackend ")):
-        section = part if i == 0 else "backend " + part
-        name = section[8 : section.find(" ", 8) if " " in section[8:] else None]
-        name = name.split("\n", 1)[0]
-        sections[name] = section
-    return head, sections
+def _runtime_shape(backend: Backend) -> tuple[object, ServerOptions, int]:
+    """What the runtime API cannot change: options, server options (but for health
+    checks) and the slot count.
 
-
-def _digest(name: str) -> str:
-    return hashlib.sha256(name.encode()).hexdigest()
-
-
-def _parse_server(line: str) -> tuple[str, Slot, str] | None:
-    s = _SERVER_RE.match(line)
-    if s is None:
-        return None
-    rest = s[5]
-    w = _WEIGHT_RE.search(rest)
-    slot = Slot(s[3], int(s[4]), int(w[1]) if w else 1, bool(_DISABLED_RE.search(rest)))
-    return s[2], slot, _DISABLED_RE.sub("", _WEIGHT_RE.sub("", rest))
-
-
-def _shape(name: str, section: str) -> tuple[list[str], list[tuple[str, str]], list[Slot]]:
-    """A section with its name (and the cookie values derived from it) abstracted away.
-
-    Returns the other lines, the ``(slot name, options)`` of each server and
-    each server's runtime part. Two sections of equal shape differ only in
-    what ``set server`` can change.
+    Health checks are compared away: HAProxy cannot add them at run time, and a
+    route served without them until the next reload is still served (with
+    ``option redispatch`` and retries); a backend served without the checks it
+    wants keeps the state unclean, so that reload is owed.
     """
-    digest = _digest(name)
-    text = section.rstrip("\n").replace(name, "@", 1)
-    text = text.replace(digest[:32], "@C").replace(digest[32:60], "@S")
-    lines: list[str] = []
-    slots: list[tuple[str, str]] = []
-    parts: list[Slot] = []
-    for line in text.split("\n"):
-        parsed = _parse_server(line)
-        if parsed is None:
-            lines.append(line)
-        else:
-            slots.append((parsed[0], _CHECK_RE.sub("", parsed[2])))
-            parts.append(parsed[1])
-    return lines, slots, parts
+    return (backend.options, backend.servers.without_checks(), len(backend.slots))
 
 
-def _retarget(section_name: str, section: str, target: str, like: str) -> str | None:
-    """``section``'s servers written into ``like`` (section ``target``); None: shapes differ."""
-    a_lines, a_slots, a_parts = _shape(section_name, section)
-    b_lines, b_slots, _ = _shape(target, like)
-    if a_lines != b_lines or a_slots != b_slots:
+def served_as(new: Backend, loaded: Backend) -> Backend | None:
+    """``new``'s members in loaded backend ``loaded`` (itself or a spare), or None when the
+    runtime API cannot get there."""
+    if new is loaded:
+        return loaded
+    if _runtime_shape(new) != _runtime_shape(loaded):
         return None
-    out: list[str] = []
-    i = 0
-    for line in like.split("\n"):
-        parsed = _parse_server(line)
-        if parsed is None:
-            out.append(line)
-            continue
-        out.append(_server_text(parsed[0], a_parts[i], parsed[2]))
-        i += 1
-    return "\n".join(out)
+    return loaded.with_slots(new.slots)
 
 
-def served_section(backend: str, text: str, name: str, old: str) -> str | None:
-    """``backend``'s new section ``text`` as served in loaded section ``name`` (itself or a
-    spare), or None when the runtime API cannot get there."""
-    return _retarget(backend, text, name, old)
-
-
-def _mismatch(name: str, new: str, old: str) -> str:
+def _mismatch(new: Backend, old: Backend) -> str:
     """Why ``new`` cannot be served in ``old``'s place: more members than slots, or options."""
-    return "server-slots" if _shape(name, new)[0] == _shape(name, old)[0] else "backend-changed"
+    return "server-slots" if new.options == old.options else "backend-changed"
 
 
-def _server_text(name: str, slot: Slot, rest: str) -> str:
-    tail = f" weight {slot.weight}" + (" disabled" if slot.disabled else "")
-    return f"  server {name} {slot.address}:{slot.port}{rest}{tail}"
+def _emptied(backend: Backend) -> Backend:
+    """``backend`` with every slot empty (a deleted route's backend until the reload)."""
+    return backend.with_slots((None,) * len(backend.slots))
 
 
-def _emptied(section: str) -> str:
-    """``section`` with every server in maintenance (a deleted route's backend until reload)."""
-    out: list[str] = []
-    for line in section.split("\n"):
-        parsed = _parse_server(line)
-        if parsed is None:
-            out.append(line)
-        else:
-            host, _, port = SPARE_ADDRESS.partition(":")
-            out.append(_server_text(parsed[0], Slot(host, int(port), 0, True), parsed[2]))
-    return "\n".join(out)
-
-
-def section_commands(name: str, old: str, new: str) -> list[str] | None:
-    """``set server`` commands turning section ``old`` into ``new``; None: they differ otherwise."""
-    o_lines, o_slots, o_parts = _shape(name, old)
-    n_lines, n_slots, n_parts = _shape(name, new)
-    if o_lines != n_lines or o_slots != n_slots:
+def backend_commands(old: Backend, new: Backend) -> list[str] | None:
+    """``set server`` commands turning ``old`` into ``new``; None: they differ otherwise."""
+    if _runtime_shape(old) != _runtime_shape(new):
         return None
+    if old.slots == new.slots:
+        return []
     cmds: list[str] = []
-    for (srv, _), before, after in zip(n_slots, o_parts, n_parts, strict=True):
-        if before == after:
-            continue
-        cmds += server_change_commands(name, srv, before, after)
+    name = old.name
+    before, after = old.slot_states(), new.slot_states()
+    for i, (was, now) in enumerate(zip(before, after, strict=True)):
+        if was != now:
+            cmds += server_change_commands(name, server_name(i), was, now)
     return cmds
 
 
-def translate_map(data: bytes, aliases: dict[str, str], drop: set[str] | None = None) -> bytes:
-    """A map file with aliased route backends replaced by their spares, ``drop``'s entries out."""
-    names = set(aliases) | (drop or set())
-    if not names or not any((" " + b + "\n").encode() in data for b in names):
-        return data
-    out: list[str] = []
-    for line in data.decode().split("\n"):
-        key, sep, value = line.partition(" ")
-        if sep and drop and value in drop:
-            continue
-        spare = aliases.get(value)
-        out.append(f"{key} {spare}" if sep and spare else line)
-    return "\n".join(out).encode()
+def served_map(
+    entries: Mapping[str, str], aliases: dict[str, str], drop: set[str]
+) -> Mapping[str, str]:
+    """A map's entries with aliased route backends replaced by their spares, ``drop``'s out."""
+    if not aliases and not drop:
+        return entries
+    return {key: aliases.get(value, value) for key, value in entries.items() if value not in drop}
 
 
-def map_commands(map_ref: str, old: bytes, new: bytes) -> list[str]:
+def map_commands(map_ref: str, old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     """``del map``/``set map``/``add map`` commands turning one map's entries into another's.
 
-    The renderer's maps are exact or longest-prefix lookups (trees), so entry
-    order does not matter and runtime edits equal loading the new file. Only
-    the lines that differ are parsed: a 10,000-line map costs two set
-    differences, not two full parses.
+    The maps are exact or longest-prefix lookups (trees), so entry order does
+    not matter and runtime edits equal loading the new file.
     """
-    old_lines, new_lines = set(old.split(b"\n")), set(new.split(b"\n"))
-    before = map_entries(b"\n".join(old_lines - new_lines))
-    after = map_entries(b"\n".join(new_lines - old_lines))
-    cmds = [RuntimeAPI.del_map_cmd(map_ref, k) for k in sorted(before.keys() - after.keys())]
-    for key in sorted(after):
-        if key not in before:
-            cmds.append(RuntimeAPI.add_map_cmd(map_ref, key, after[key]))
-        elif before[key] != after[key]:
-            cmds.append(RuntimeAPI.set_map_cmd(map_ref, key, after[key]))
+    if old is new or old == new:
+        return []
+    cmds = [commands.del_map(map_ref, k) for k in sorted(old.keys() - new.keys())]
+    for key in sorted(k for k, v in new.items() if old.get(k) != v):
+        if key not in old:
+            cmds.append(commands.add_map(map_ref, key, new[key]))
+        else:
+            cmds.append(commands.set_map(map_ref, key, new[key]))
     return cmds
 
 
-def _spare_kind(backend: str) -> str | None:
-    prefix = backend.split(":", 1)[0]
-    return SPARE_OF_PREFIX.get(prefix) if ":" in backend else None
-
-
-def plan(
-    live: LiveState,
-    files: dict[str, bytes],
-    split: tuple[str, dict[str, str]] | None = None,
-) -> Plan | Fallback:
-    """The runtime commands that make HAProxy serve ``files``, or why a reload is needed.
-
-    ``split`` is ``split_sections`` of the configuration file when the caller
-    already has it (the renderer keeps it; cutting 4 MB of text costs more
-    than the rest of the plan).
-    """
-    if set(files) - {CONFIG_NAME} != set(live.files):
+def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
+    """The runtime commands that make HAProxy serve ``wanted``, or why a reload is needed."""
+    if set(wanted.files) != set(live.files) or set(wanted.maps) != set(live.maps):
         return Fallback("files")
-    changed = [n for n in live.files if files[n] != live.files[n] and not n.endswith(".map")]
-    if changed:
+    if any(wanted.files[n] != data for n, data in live.files.items()):
         return Fallback("files")  # certificates, crt-list, allowlists, error pages
-    head, wanted = split if split is not None else split_sections(files[CONFIG_NAME].decode())
-    if head != live.head:
+    if wanted.head != live.head:
         return Fallback("global")
+    backends = wanted.backends
     # 1. Which route backends the served configuration lacks, and which spares they take.
-    aliases = {b: s for b, s in live.aliases.items() if b in wanted and b not in live.sections}
+    aliases = {b: s for b, s in live.aliases.items() if b in backends and b not in live.backends}
     # New routes no spare can serve (none left, or options a spare lacks): left out
     # (503, as before they existed) until the reload that this plan then owes.
     deferred: dict[str, str] = {}
     released = set(live.aliases.values()) - set(aliases.values())
     in_use = set(aliases.values()) | released
     free: dict[str, list[str]] | None = None
-    for name in wanted:
-        if name in live.sections or name in aliases:
+    for name in backends:
+        if name in live.backends or name in aliases:
             continue
-        kind = _spare_kind(name)
+        kind = spare_kind(name)
         if kind is None:
             return Fallback("new-backend")
         if free is None:
-            free = _free_spares(live, wanted, in_use)
+            free = _free_spares(live, backends, in_use)
         candidates = free.get(kind)
         if not candidates:
             deferred[name] = "no-spare"
             continue
-        spare = candidates[0]
-        text = _retarget(name, wanted[name], spare, wanted[spare])
-        if text is None:
+        if served_as(backends[name], backends[candidates[0]]) is None:
             deferred[name] = "backend-shape"
             continue
         aliases[name] = candidates.pop(0)
-    # 2. The sections as they should be served.
-    target: dict[str, str] = {}
+    # 2. The backends as they should be served.
+    target: dict[str, Backend] = {}
     for name, spare in aliases.items():
-        text = _retarget(name, wanted[name], spare, wanted[spare])
-        if text is None:  # an aliased route whose options changed: the reload serves it
+        served = served_as(backends[name], backends[spare])
+        if served is None:  # an aliased route whose options changed: the reload serves it
             deferred[name] = "backend-shape"
             continue
-        target[spare] = text
+        target[spare] = served
     for name in deferred:
         aliases.pop(name, None)
-    for name, section in wanted.items():
+    for name, backend in backends.items():
         if name in aliases or name in target or name in deferred:
             continue
-        old = live.sections.get(name)
-        if old is None or old == section:
-            target[name] = section
+        old = live.backends.get(name)
+        if old is None or old is backend or old == backend:
+            target[name] = backend
             continue
         # Served with the options HAProxy loaded (health checks may differ).
-        text = _retarget(name, section, name, old)
-        if text is None:
-            return Fallback(_mismatch(name, section, old))
-        target[name] = text
-    for name, section in live.sections.items():
+        served = served_as(backend, old)
+        if served is None:
+            return Fallback(_mismatch(backend, old))
+        target[name] = served
+    for name, backend in live.backends.items():
         if name not in target:
-            target[name] = _emptied(section)  # a deleted route: unused until the reload
-    if set(target) != set(live.sections):
+            target[name] = _emptied(backend)  # a deleted route: unused until the reload
+    if set(target) != set(live.backends):
         return Fallback("new-backend")
     cmds: list[str] = []
-    for name, section in target.items():
-        old = live.sections[name]
-        if old != section:
-            more = section_commands(name, old, section)
-            if more is None:
-                return Fallback("backend-changed")
-            cmds += more
+    try:
+        for name, backend in target.items():
+            old = live.backends[name]
+            if old is not backend and old != backend:
+                more = backend_commands(old, backend)
+                if more is None:
+                    return Fallback("backend-changed")
+                cmds += more
+    except RuntimeAPIError:
+        return Fallback("backend-changed")  # an address the runtime API cannot carry
     # 3. Map entries, with aliased backends replaced by their spares.
-    served: dict[str, bytes] = {}
+    maps: dict[str, Mapping[str, str]] = {}
     drop = set(deferred)
     try:
-        for name, data in live.files.items():
-            new = translate_map(files[name], aliases, drop) if name.endswith(".map") else data
-            if new != data:
-                cmds += map_commands(name, data, new)
-            served[name] = new
+        for name, entries in live.maps.items():
+            new = served_map(wanted.maps[name], aliases, drop)
+            cmds += map_commands(name, entries, new)
+            maps[name] = new
     except RuntimeAPIError:
         return Fallback("map-value")  # a key or value the CLI cannot carry
-    clean = not aliases and not deferred and target == wanted
-    state = LiveState(head=head, sections=target, files=served, aliases=aliases, clean=clean)
+    clean = not aliases and not deferred and target == dict(backends)
+    state = LiveState(
+        head=wanted.head,
+        backends=target,
+        maps=maps,
+        files=live.files,
+        aliases=aliases,
+        clean=clean,
+    )
     return Plan(commands=cmds, state=state, deferred=deferred)
 
 
-def _free_spares(live: LiveState, wanted: dict[str, str], in_use: set[str]) -> dict[str, list[str]]:
-    """Spare backends loaded, still rendered and not serving a route, per kind, lowest first."""
+def _free_spares(
+    live: LiveState, wanted: Mapping[str, Backend], in_use: set[str]
+) -> dict[str, list[str]]:
+    """Spare backends loaded, still described and not serving a route, per kind, lowest first."""
     free: dict[str, list[str]] = {}
-    for name in live.sections:
+    for name in live.backends:
         if is_spare(name) and name in wanted and name not in in_use:
             free.setdefault(name.split(":", 1)[0], []).append(name)
     for names in free.values():
@@ -361,7 +251,3 @@ def _free_spares(live: LiveState, wanted: dict[str, str], in_use: set[str]) -> d
 def _spare_order(name: str) -> tuple[str, int]:
     prefix, _, index = name.rpartition(":")
     return (prefix, int(index)) if index.isdigit() else (name, -1)
-
-
-def is_spare(name: str) -> bool:
-    return name.startswith(_SPARE_PREFIXES)

@@ -33,11 +33,12 @@ from pathlib import Path
 from shiftnet.errors import ShiftnetError
 from shiftnet.router import metrics
 from shiftnet.router.haproxy import limits as limits_math
+from shiftnet.router.haproxy.names import CONFIG_FILE
 
 log = logging.getLogger(__name__)
 
 HAPROXY_BINARY = "/usr/sbin/haproxy"
-CONFIG_NAME = "haproxy.cfg"
+
 
 # Descriptors beyond two per connection; the arithmetic, and the counting of
 # checked servers after rendering, live in ``limits`` (pure).
@@ -283,7 +284,7 @@ class HAProxyProcess:
         self.work_dir = Path(work_dir)
         self.conf_dir = self.work_dir / "conf"
         self.run_dir = socket_dir(self.work_dir)
-        self.config_path = self.conf_dir / CONFIG_NAME
+        self.config_path = self.conf_dir / CONFIG_FILE
         self.pid_file = self.run_dir / "haproxy.pid"
         self.master_socket = self.run_dir / "master.sock"
         self.binary = binary

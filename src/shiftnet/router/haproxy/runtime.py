@@ -4,33 +4,23 @@ Why: endpoint changes (pods coming, going, changing readiness or weight) and
 map entries can be applied to the running workers in milliseconds without a
 reload. The CLI has no status codes, so each command's answer is matched
 against HAProxy's known refusals and a refusal raises :class:`RuntimeAPIError`
-naming the command; the driver then falls back to a reload.
-
-Arguments are validated here (backend/server names, addresses, map keys) so
-nothing can smuggle a second command through ``;`` or a newline.
+naming the command; the driver then falls back to a reload. The commands'
+text, with their arguments checked, comes from ``commands.py``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from shiftnet.errors import ShiftnetError
+from shiftnet.router.haproxy import commands
+from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
 from shiftnet.router.haproxy.process import unix_command
 
-
-class RuntimeAPIError(ShiftnetError):
-    """HAProxy's runtime API refused or could not run a command."""
-
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
-_MAP_ARG_RE = re.compile(r"^[\x21-\x7e]{1,4096}$")
-_MAP_PATH_RE = re.compile(r"^[A-Za-z0-9_./#\-]{1,4096}$")
+__all__ = ["RuntimeAPI", "RuntimeAPIError", "server_change_commands"]
 
 # Answers that mean "not done" (HAProxy 2.6 wording, matched case-insensitively).
 _REFUSALS = (
@@ -49,31 +39,6 @@ _REFUSALS = (
     "not allowed",
     "expects",
 )
-
-
-def _name(value: str, what: str) -> str:
-    if not _NAME_RE.match(value):
-        raise RuntimeAPIError(f"{what} {value!r} is not a valid HAProxy object name")
-    return value
-
-
-def _map_arg(value: str, what: str) -> str:
-    if not _MAP_ARG_RE.match(value) or ";" in value or "\\" in value:
-        raise RuntimeAPIError(f"map {what} {value!r} cannot be sent through the runtime API")
-    return value
-
-
-def _map_path(value: str) -> str:
-    if not _MAP_PATH_RE.match(value):
-        raise RuntimeAPIError(f"map reference {value!r} is not a plain path")
-    return value
-
-
-def _address(value: str) -> str:
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError as err:
-        raise RuntimeAPIError(f"server address {value!r} is not an IP address") from err
 
 
 @dataclass(frozen=True)
@@ -201,47 +166,6 @@ def _check_answer(command: str, answer: str) -> str:
     return answer
 
 
-class ServerRuntimePart(Protocol):
-    """What ``set server`` can change on one server line."""
-
-    @property
-    def address(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-    @property
-    def weight(self) -> int: ...
-    @property
-    def disabled(self) -> bool: ...
-
-
-def server_change_commands(
-    backend: str, server: str, before: ServerRuntimePart, after: ServerRuntimePart
-) -> list[str]:
-    """The runtime commands that turn one server from ``before`` into ``after``: drain
-    first, then address and weight, then bring it back (never traffic to a half-set slot)."""
-    cmds: list[str] = []
-    if after.disabled and not before.disabled:
-        cmds.append(RuntimeAPI.set_server_state_cmd(backend, server, "maint"))
-    if (after.address, after.port) != (before.address, before.port):
-        cmds.append(RuntimeAPI.set_server_addr_cmd(backend, server, after.address, after.port))
-    if after.weight != before.weight:
-        cmds.append(RuntimeAPI.set_server_weight_cmd(backend, server, after.weight))
-    if before.disabled and not after.disabled:
-        cmds.append(RuntimeAPI.set_server_state_cmd(backend, server, "ready"))
-    return cmds
-
-
-def map_entries(data: bytes) -> dict[str, str]:
-    """A map file's ``key value`` lines (comments and blank lines skipped)."""
-    entries: dict[str, str] = {}
-    for line in data.decode().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, _, value = line.strip().partition(" ")
-        entries[key] = value.strip()
-    return entries
-
-
 class RuntimeAPI:
     """Commands on HAProxy's admin socket; each call opens one short connection."""
 
@@ -283,26 +207,9 @@ class RuntimeAPI:
             _check_answer(line, await self.raw(line))
 
     # ------------------------------------------------------------- servers
-    @staticmethod
-    def set_server_addr_cmd(backend: str, server: str, address: str, port: int) -> str:
-        if not 0 < port < 65536:
-            raise RuntimeAPIError(f"server port {port} is out of range")
-        return (
-            f"set server {_name(backend, 'backend')}/{_name(server, 'server')} "
-            f"addr {_address(address)} port {port}"
-        )
-
-    @staticmethod
-    def set_server_state_cmd(backend: str, server: str, state: str) -> str:
-        if state not in ("ready", "drain", "maint"):
-            raise RuntimeAPIError(f"server state {state!r} is not ready, drain or maint")
-        return f"set server {_name(backend, 'backend')}/{_name(server, 'server')} state {state}"
-
-    @staticmethod
-    def set_server_weight_cmd(backend: str, server: str, weight: int) -> str:
-        if not 0 <= weight <= 256:
-            raise RuntimeAPIError(f"server weight {weight} is not within 0..256")
-        return f"set server {_name(backend, 'backend')}/{_name(server, 'server')} weight {weight}"
+    set_server_addr_cmd = staticmethod(commands.set_server_addr)
+    set_server_state_cmd = staticmethod(commands.set_server_state)
+    set_server_weight_cmd = staticmethod(commands.set_server_weight)
 
     async def set_server_addr(self, backend: str, server: str, address: str, port: int) -> None:
         await self.command(self.set_server_addr_cmd(backend, server, address, port))
@@ -314,26 +221,18 @@ class RuntimeAPI:
         await self.command(self.set_server_weight_cmd(backend, server, weight))
 
     async def enable_server(self, backend: str, server: str) -> None:
-        await self.command(f"enable server {_name(backend, 'backend')}/{_name(server, 'server')}")
+        await self.command(commands.server_cmd("enable server", backend, server))
 
     async def disable_server(self, backend: str, server: str) -> None:
-        await self.command(f"disable server {_name(backend, 'backend')}/{_name(server, 'server')}")
+        await self.command(commands.server_cmd("disable server", backend, server))
 
     async def enable_health(self, backend: str, server: str) -> None:
-        await self.command(f"enable health {_name(backend, 'backend')}/{_name(server, 'server')}")
+        await self.command(commands.server_cmd("enable health", backend, server))
 
     # ---------------------------------------------------------------- maps
-    @staticmethod
-    def add_map_cmd(map_ref: str, key: str, value: str) -> str:
-        return f"add map {_map_path(map_ref)} {_map_arg(key, 'key')} {_map_arg(value, 'value')}"
-
-    @staticmethod
-    def set_map_cmd(map_ref: str, key: str, value: str) -> str:
-        return f"set map {_map_path(map_ref)} {_map_arg(key, 'key')} {_map_arg(value, 'value')}"
-
-    @staticmethod
-    def del_map_cmd(map_ref: str, key: str) -> str:
-        return f"del map {_map_path(map_ref)} {_map_arg(key, 'key')}"
+    add_map_cmd = staticmethod(commands.add_map)
+    set_map_cmd = staticmethod(commands.set_map)
+    del_map_cmd = staticmethod(commands.del_map)
 
     async def add_map(self, map_ref: str, key: str, value: str) -> None:
         await self.command(self.add_map_cmd(map_ref, key, value))
@@ -346,7 +245,7 @@ class RuntimeAPI:
 
     async def show_map(self, map_ref: str) -> dict[str, str]:
         """Entries of one map: key -> value."""
-        answer = await self.query(f"show map {_map_path(map_ref)}")
+        answer = await self.query(f"show map {commands.map_ref(map_ref)}")
         entries: dict[str, str] = {}
         for line in answer.splitlines():
             parts = line.split(" ", 2)

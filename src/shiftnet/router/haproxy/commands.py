@@ -1,0 +1,122 @@
+"""The text of HAProxy runtime API commands, checked: ``set server``, ``add/set/del map``.
+
+Why apart from the client (``runtime.py``): the planner (``live.py``) is pure
+and builds these commands from two descriptions; only the client talks to
+the socket. Arguments are validated here (backend/server names, addresses,
+map keys) so nothing can smuggle a second command through ``;`` or a newline.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Protocol
+
+from shiftnet.errors import ShiftnetError
+
+
+class RuntimeAPIError(ShiftnetError):
+    """HAProxy's runtime API refused or could not run a command."""
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+_MAP_ARG_RE = re.compile(r"^[\x21-\x7e]{1,4096}$")
+_MAP_PATH_RE = re.compile(r"^[A-Za-z0-9_./#\-]{1,4096}$")
+
+
+def _name(value: str, what: str) -> str:
+    if not _NAME_RE.match(value):
+        raise RuntimeAPIError(f"{what} {value!r} is not a valid HAProxy object name")
+    return value
+
+
+def _map_arg(value: str, what: str) -> str:
+    if not _MAP_ARG_RE.match(value) or ";" in value or "\\" in value:
+        raise RuntimeAPIError(f"map {what} {value!r} cannot be sent through the runtime API")
+    return value
+
+
+def _map_path(value: str) -> str:
+    if not _MAP_PATH_RE.match(value):
+        raise RuntimeAPIError(f"map reference {value!r} is not a plain path")
+    return value
+
+
+def _address(value: str) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError as err:
+        raise RuntimeAPIError(f"server address {value!r} is not an IP address") from err
+
+
+class ServerRuntimePart(Protocol):
+    """What ``set server`` can change on one server line."""
+
+    @property
+    def address(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def weight(self) -> int: ...
+    @property
+    def disabled(self) -> bool: ...
+
+
+def server_change_commands(
+    backend: str, server: str, before: ServerRuntimePart, after: ServerRuntimePart
+) -> list[str]:
+    """The runtime commands that turn one server from ``before`` into ``after``: drain
+    first, then address and weight, then bring it back (never traffic to a half-set slot)."""
+    cmds: list[str] = []
+    if after.disabled and not before.disabled:
+        cmds.append(set_server_state(backend, server, "maint"))
+    if (after.address, after.port) != (before.address, before.port):
+        cmds.append(set_server_addr(backend, server, after.address, after.port))
+    if after.weight != before.weight:
+        cmds.append(set_server_weight(backend, server, after.weight))
+    if before.disabled and not after.disabled:
+        cmds.append(set_server_state(backend, server, "ready"))
+    return cmds
+
+
+def set_server_addr(backend: str, server: str, address: str, port: int) -> str:
+    if not 0 < port < 65536:
+        raise RuntimeAPIError(f"server port {port} is out of range")
+    return (
+        f"set server {_name(backend, 'backend')}/{_name(server, 'server')} "
+        f"addr {_address(address)} port {port}"
+    )
+
+
+def set_server_state(backend: str, server: str, state: str) -> str:
+    if state not in ("ready", "drain", "maint"):
+        raise RuntimeAPIError(f"server state {state!r} is not ready, drain or maint")
+    return f"set server {_name(backend, 'backend')}/{_name(server, 'server')} state {state}"
+
+
+def set_server_weight(backend: str, server: str, weight: int) -> str:
+    if not 0 <= weight <= 256:
+        raise RuntimeAPIError(f"server weight {weight} is not within 0..256")
+    return f"set server {_name(backend, 'backend')}/{_name(server, 'server')} weight {weight}"
+
+
+def server_cmd(verb: str, backend: str, server: str) -> str:
+    """``enable server``, ``disable server``, ``enable health`` and the like."""
+    return f"{verb} {_name(backend, 'backend')}/{_name(server, 'server')}"
+
+
+def add_map(map_ref: str, key: str, value: str) -> str:
+    return f"add map {_map_path(map_ref)} {_map_arg(key, 'key')} {_map_arg(value, 'value')}"
+
+
+def set_map(map_ref: str, key: str, value: str) -> str:
+    return f"set map {_map_path(map_ref)} {_map_arg(key, 'key')} {_map_arg(value, 'value')}"
+
+
+def del_map(map_ref: str, key: str) -> str:
+    return f"del map {_map_path(map_ref)} {_map_arg(key, 'key')}"
+
+
+def map_ref(value: str) -> str:
+    """A map reference (file path) checked for the command line."""
+    return _map_path(value)
