@@ -42,9 +42,7 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def too_large(limit: int) -> StatusError:
-    return StatusError(
-        413, "RequestEntityTooLarge", f"the request body is larger than {limit} bytes"
-    )
+    return StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.support.apiserver import KUBECTL, APIServerProcess
+from tests.support.apiserver import KUBECTL, SHIFTNET, APIServerProcess
 
 from shiftnet.sdn.pods import log_dir
 
@@ -183,6 +183,77 @@ def test_apply_validate_strict_warn_and_false(api: APIServerProcess) -> None:
     )
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert "colour" not in api.json("get", "route", "q")["spec"]
+
+
+def _shiftnet(api: APIServerProcess, *args: str) -> str:
+    res = subprocess.run(
+        [SHIFTNET, "--store", api.store, *args],
+        capture_output=True,
+        text=True,
+        env=api.env(),
+        timeout=60,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_tables_match_shiftnet_get_and_all_and_wide(api: APIServerProcess) -> None:
+    """kubectl get prints what shiftnet get prints (routes have no age: the outputs are
+    equal byte for byte); ``all`` holds pods, services and routes; -o wide adds columns."""
+    api.ok("apply", VALIDATE, "-f", "-", input=ROUTE)
+    secure = PASSTHROUGH_WITH_PATH.replace("  path: /admin\n", "")
+    api.ok("apply", VALIDATE, "-f", "-", input=secure)
+    api.ok("apply", VALIDATE, "-f", "-", input=SERVICE)
+    api.ok("create", VALIDATE, "-f", "-", input=POD)
+    assert api.ok("get", "routes") == _shiftnet(api, "get", "routes")
+    assert api.ok("get", "routes", "-A") == _shiftnet(api, "get", "routes", "-A")
+    everything = api.ok("get", "all")
+    for ref in ("pod/talker", "service/web", "route.route.openshift.io/web"):
+        assert ref in everything, everything
+    narrow = api.ok("get", "pods").splitlines()[0].split()
+    wide = api.ok("get", "pods", "-o", "wide").splitlines()[0].split()
+    assert "NODE" not in narrow and "NODE" in wide and "IP" in wide
+    assert (
+        api.ok("get", "pod", "talker", "-o", "wide").splitlines()[1].split()[wide.index("NODE")]
+        == "n1"
+    )
+
+
+def test_delete_f_unknown_kinds_and_bodies_over_3_mib(
+    api: APIServerProcess, tmp_path: Path
+) -> None:
+    both = tmp_path / "both.yaml"
+    both.write_text(ROUTE + "---\n" + SERVICE)
+    api.ok("apply", VALIDATE, "-f", str(both))
+    deleted = api.ok("delete", "-f", str(both)).splitlines()
+    assert deleted == [
+        'route.route.openshift.io "web" deleted',
+        'service "web" deleted',
+    ]
+    assert api.json("get", "routes,services")["items"] == []
+    again = api.kubectl("delete", "-f", str(both))
+    assert again.returncode != 0
+    assert 'Error from server (NotFound): error when deleting "' in again.stderr, again.stderr
+    # a kind the server does not serve: kubectl learns it from discovery, as on any cluster
+    # (schema validation off: kubectl would look the kind up in /openapi/v2 as protobuf)
+    foo = "apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: f}\n"
+    res = api.kubectl("apply", "--validate=false", "-f", "-", input=foo)
+    assert res.returncode != 0 and 'no matches for kind "Foo" in version "example.com/v1"' in (
+        res.stderr
+    ), res.stderr
+    res = api.kubectl("get", "foos")
+    assert res.returncode != 0
+    assert 'the server doesn\'t have a resource type "foos"' in res.stderr, res.stderr
+    raw = api.kubectl("get", "--raw", "/apis/example.com/v1/foos")
+    assert raw.returncode != 0 and "NotFound" in raw.stderr, raw.stderr
+    big = ROUTE.replace(
+        "  labels:", f"  annotations: {{big: {'x' * (3 * 1024 * 1024)}}}\n  labels:"
+    )
+    res = api.kubectl("create", VALIDATE, "-f", "-", input=big)
+    assert res.returncode != 0
+    assert "Request entity too large: limit is 3145728" in res.stderr, res.stderr[:500]
+    assert api.json("get", "routes")["items"] == []
 
 
 def test_get_watch_prints_changes_as_they_happen(api: APIServerProcess) -> None:
