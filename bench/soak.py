@@ -339,6 +339,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env.update(
         SHIFTNET_HOME=str(state),
+        SHIFTNET_CLUSTERS_DIR=str(tmp / "clusters"),  # claims of this run only
         ROUTER_SERVICE_HTTP_PORT=str(http_port),
         ROUTER_SERVICE_HTTPS_PORT=str(free_port()),
         STATS_PORT=str(free_port()),

@@ -157,6 +157,7 @@ def test_restart_after_sigkill_keeps_the_pod_ready_and_in_its_endpoints(tmp_path
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env["SHIFTNET_HOME"] = str(state)
+    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp_path / "clusters")  # not the user's own registry
     http_port = free_port()
     env["ROUTER_SERVICE_HTTP_PORT"] = str(http_port)
     env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
