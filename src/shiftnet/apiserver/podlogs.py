@@ -5,6 +5,10 @@ Node agents write each container's stdout and stderr to
 ``shiftnet logs``). The file has no per-line times: with ``timestamps=true``
 lines already written carry the file's modification time and followed
 lines the time they were read.
+
+Only nodes whose state directory is on this machine (under the server's own
+``$SHIFTNET_HOME/nodes/``) can be read; a pod of a node on another machine
+gets a 503 saying so and where its logs are, not a "waiting to start".
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, BinaryIO
 from aiohttp import web
 
 from shiftnet.apiserver.status import StatusError, bad_request
+from shiftnet.errors import NAME_LIMIT, shorten
 from shiftnet.sdn.pods import log_dir
 
 FOLLOW_POLL = 0.2
@@ -57,7 +62,15 @@ def container_log(state_dir: Path, pod: dict[str, Any], container: str | None) -
     )
     if not node:
         raise waiting
-    path = log_dir(state_dir / "nodes" / str(node), ns, name) / f"{container}.log"
+    node_dir = state_dir / "nodes" / str(node)
+    if not node_dir.is_dir():  # its agent keeps its state on another machine
+        raise StatusError(
+            503,
+            "ServiceUnavailable",
+            f'logs of pod "{name}" are kept on node "{shorten(str(node), NAME_LIMIT)}", which '
+            "this API server cannot read: run shiftnet logs on that node",
+        )
+    path = log_dir(node_dir, ns, name) / f"{container}.log"
     if not path.exists():
         raise waiting
     return path

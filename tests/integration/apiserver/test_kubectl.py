@@ -317,3 +317,14 @@ def test_logs_tail_follow_and_timestamps(api: APIServerProcess) -> None:
         if follower.poll() is None:
             follower.kill()
             follower.wait(timeout=10)
+
+
+def test_logs_of_a_pod_on_another_machine_say_where_they_are(api: APIServerProcess) -> None:
+    api.ok("create", VALIDATE, "-f", "-", input=POD.replace("n1", "far"))
+    res = api.kubectl("logs", "talker")
+    assert res.returncode != 0
+    assert (
+        'logs of pod "talker" are kept on node "far", which this API server cannot read: '
+        "run shiftnet logs on that node" in res.stderr
+    ), res.stderr
+    assert "ServiceUnavailable" in res.stderr
