@@ -1,4 +1,6 @@
-"""Bearer-token authentication: every request but health and version needs the admin token.
+"""Bearer-token authentication: every request but health and version needs a known token.
+
+Known are the admin token and those of the token file (``tokens.py``).
 
 Anything else gets 401 in Kubernetes' ``Status`` shape, which kubectl shows
 as "You must be logged in to the server (Unauthorized)".
@@ -14,6 +16,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from shiftnet.apiserver.status import UNAUTHORIZED
+from shiftnet.apiserver.tokens import TokenTable
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +34,19 @@ def token_of(request: web.Request) -> str | None:
     return value.strip()
 
 
-def bearer_auth(token: str) -> Middleware:
+def bearer_auth(token: str, others: TokenTable | None = None) -> Middleware:
     expected = token.encode()
+
+    def known(given: str) -> bool:
+        admin = hmac.compare_digest(given.encode(), expected)
+        return admin or (others is not None and others.user(given) is not None)
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS:
             return await handler(request)
         given = token_of(request)
-        if given is None or not hmac.compare_digest(given.encode(), expected):
+        if given is None or not known(given):
             log.info(
                 "unauthorized request method=%s path=%s peer=%s",
                 request.method,

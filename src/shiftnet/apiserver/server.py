@@ -17,6 +17,7 @@ from shiftnet.apiserver.config import APIServerConfig
 from shiftnet.apiserver.handlers import ResourceAPI, status_middleware
 from shiftnet.apiserver.kubeconfig import render_kubeconfig, server_url
 from shiftnet.apiserver.pki import ADMIN_USER, Credentials, ensure_credentials
+from shiftnet.apiserver.tokens import TokenTable, read_tokens, token_file
 from shiftnet.errors import ConfigError
 from shiftnet.private_files import ensure_private_dir, write_private_file
 from shiftnet.store.base import Store
@@ -34,9 +35,15 @@ def tls_context(creds: Credentials) -> ssl.SSLContext:
     return ctx
 
 
-def build_app(store: Store, config: APIServerConfig, token: str, address: str) -> web.Application:
+def build_app(
+    store: Store,
+    config: APIServerConfig,
+    token: str,
+    address: str,
+    others: TokenTable | None = None,
+) -> web.Application:
     api = ResourceAPI(store, config, address)
-    app = web.Application(middlewares=[bearer_auth(token), status_middleware])
+    app = web.Application(middlewares=[bearer_auth(token, others), status_middleware])
     app.router.add_get("/version", api.version)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, api.health)
@@ -70,7 +77,8 @@ class APIServer:
         ensure_private_dir(cfg.state_dir)
         self.credentials = creds = ensure_credentials(cfg.pki_dir, cfg.listen_host)
         host_port = f"{cfg.listen_host}:{cfg.listen_port}"
-        app = build_app(self.store, cfg, creds.token, host_port)
+        others = TokenTable(read_tokens(token_file(cfg.pki_dir)))
+        app = build_app(self.store, cfg, creds.token, host_port, others)
         # handler_cancellation: a watch or log follow whose client went away ends at once,
         # instead of holding its descriptor and store watch until its timeout.
         runner = web.AppRunner(
@@ -96,7 +104,12 @@ class APIServer:
             cfg.kubeconfig_path,
             render_kubeconfig(self.url, creds.ca_pem, creds.token, ADMIN_USER),
         )
-        log.info("API server listening url=%s kubeconfig=%s", self.url, cfg.kubeconfig_path)
+        log.info(
+            "API server listening url=%s kubeconfig=%s other_tokens=%d",
+            self.url,
+            cfg.kubeconfig_path,
+            len(others),
+        )
 
     async def stop(self) -> None:
         if self._runner is not None:
