@@ -328,6 +328,15 @@ def median_round(rounds: list[CreateRound], side: str) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in mine) for key in mine[0]}
 
 
+def paired_ratio(rounds: list[CreateRound]) -> float:
+    """API rate over store rate within each round (the two back to back), median over rounds:
+    a load change between rounds moves both sides of a pair alike."""
+    api = [r for r in rounds if r.side == "api"]
+    store = [r for r in rounds if r.side == "store"]
+    pairs = [(a.count / a.seconds) / (s.count / s.seconds) for a, s in zip(api, store, strict=True)]
+    return round(statistics.median(pairs), 3)
+
+
 # ------------------------------------------------------------------ seeding
 
 
@@ -420,7 +429,8 @@ def store_watcher(opts: argparse.Namespace) -> None:
             await store.close()
 
     threading.Thread(target=asyncio.run, args=(watch(),), daemon=True, name="watch").start()
-    started.wait(30)
+    if not started.wait(30):
+        raise RuntimeError(f"the store watch on {opts.store} did not start")
     time.sleep(0.2)  # the watch has taken its first look at the store
     report_and_linger(opts, all_seen.wait, [arrivals])
 
@@ -597,6 +607,7 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
             print(f"creates: {args.rounds} rounds x {args.creates} per side", flush=True)
             rounds = create_rounds(api, server, side, runner, args)
             result["creates"] = {s: median_round(rounds, s) for s in ("api", "store")}
+            result["creates"]["paired_ratio"] = paired_ratio(rounds)
             result["creates"]["rounds"] = [{"side": r.side, **r.summary()} for r in rounds]
             seed_count = args.routes - args.rounds * args.creates - len(warm) - args.watch_creates
             if seed_count < 0:
@@ -632,7 +643,7 @@ def verdict(ok: bool) -> str:
 
 def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
     api, store = res["creates"]["api"], res["creates"]["store"]
-    ratio = api["creates_per_s"] / store["creates_per_s"]
+    ratio = res["creates"]["paired_ratio"]
     lj, lt, ls = res["list"]["json"], res["list"]["table"], res["list"]["store"]
     wa, ws = res["watch"]["api"], res["watch"]["store"]
     rss = res["rss_mb"]
@@ -675,8 +686,10 @@ def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
     print(
         f"\nmedians of {args.rounds} create rounds x {args.creates} per side and "
         f"{args.list_rounds} list rounds; watch: {args.watch_creates} creates, "
-        f"{args.watch_concurrency} in flight ({res['watch']['creates_per_s']:.0f}/s), "
-        f"{wa.get('missing', '?')} events missing; load average {load} before, {load_after} after"
+        f"{args.watch_concurrency} in flight ({res['watch']['creates_per_s']:.0f}/s, server CPU "
+        f"{res['watch']['server_cpu_ms_per_create']:.2f} ms per create), "
+        f"{wa.get('missing', '?')} events missing; API/store creates: the median of the rounds' "
+        f"paired ratios; load average {load} before, {load_after} after"
     )
 
 
@@ -724,10 +737,15 @@ def child_main(args: argparse.Namespace) -> int:
         count=args._count, deadline=args._deadline,
     )  # fmt: skip
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
-    if args._watchers == "api":
-        api_watchers(opts)
-    else:
-        store_watcher(opts)
+    roles = {"api": api_watchers, "store": store_watcher}
+    if args._watchers not in roles:
+        print(f"error: --_watchers must be one of {', '.join(roles)}", file=sys.stderr)
+        return 2
+    try:
+        roles[args._watchers](opts)
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -752,6 +770,9 @@ def main() -> int:
     except KeyboardInterrupt:
         print("interrupted: stopping what the benchmark started", file=sys.stderr)
         return 130
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     finally:
         children.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
