@@ -539,13 +539,17 @@ def watch_phase(
 
 
 def list_rounds(
-    api: Api, runner: asyncio.Runner, store_url: str, expect: int, rounds: int
+    api: Api, runner: asyncio.Runner, server: Server, expect: int, rounds: int
 ) -> dict[str, dict[str, Any]]:
-    """Every Route as JSON, as a Table, and from the store in-process; interleaved rounds."""
+    """Every Route as JSON, as a Table, and from the store in-process; interleaved rounds.
+
+    Next to the time, the CPU the list cost the server (this process, for the store):
+    on a loaded machine the time grows with the run queue, the CPU does not."""
     from shiftnet.store import open_store
 
-    store = open_store(store_url)
+    store = open_store(server.store_url)
     times: dict[str, list[float]] = {"json": [], "table": [], "store": []}
+    cpu: dict[str, list[float]] = {how: [] for how in times}
     sizes: dict[str, int] = {}
     try:
         for r in range(rounds):
@@ -553,12 +557,16 @@ def list_rounds(
             for how in order[r % 3 :] + order[: r % 3]:
                 t0 = time.perf_counter()
                 if how == "store":
+                    own0 = own_cpu_seconds()
                     listed = runner.run(store.list(PLURAL, None))
                     times[how].append(time.perf_counter() - t0)
+                    cpu[how].append(own_cpu_seconds() - own0)
                     count = len(listed.items)
                 else:
+                    srv0 = cpu_seconds(server.proc.pid)
                     body = api.list_routes(TABLE_ACCEPT if how == "table" else "application/json")
                     times[how].append(time.perf_counter() - t0)
+                    cpu[how].append(cpu_seconds(server.proc.pid) - srv0)
                     sizes[how] = len(body)
                     doc = json.loads(body)
                     count = len(doc["rows"] if how == "table" else doc["items"])
@@ -571,6 +579,7 @@ def list_rounds(
             "median_s": round(statistics.median(ts), 4),
             "min_s": round(min(ts), 4),
             "max_s": round(max(ts), 4),
+            "cpu_s": round(statistics.median(cpu[how]), 3),
             "bytes": sizes.get(how, 0),
         }
         for how, ts in times.items()
@@ -619,9 +628,7 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
             rss["routes_and_watchers"] = round(status_kb(pid, "VmRSS") / 1024, 1)
 
             print(f"lists: {args.list_rounds} rounds, watchers connected", flush=True)
-            result["list"] = list_rounds(
-                api, runner, server.store_url, args.routes, args.list_rounds
-            )
+            result["list"] = list_rounds(api, runner, server, args.routes, args.list_rounds)
             rss["after_lists"] = round(status_kb(pid, "VmRSS") / 1024, 1)
             rss["peak"] = round(status_kb(pid, "VmHWM") / 1024, 1)
             for proc in watchers:
@@ -664,6 +671,8 @@ def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
         (f"list {n} routes, Table (s)", f"{lt['median_s']:.3f}", f"{ls['median_s']:.3f}",
          f"{lt['median_s'] / ls['median_s']:.1f}", f"< {LIST_GOAL_S:g} s",
          verdict(lt["median_s"] < LIST_GOAL_S)),
+        ("  CPU s per list: JSON / Table | store",
+         f"{lj['cpu_s']:.2f} / {lt['cpu_s']:.2f}", f"{ls['cpu_s']:.2f}", "", "", ""),
         (f"watch delay, all {w} | 1 watcher, p50 (ms)", f"{wa.get('p50_ms', 0):.1f}",
          f"{ws.get('p50_ms', 0):.1f}", "", "", ""),
         (f"watch delay, all {w} | 1 watcher, p99 (ms)", f"{wa.get('p99_ms', 0):.1f}",
