@@ -24,6 +24,7 @@ from shiftnet.errors import (
     AllocationError,
     AlreadyExists,
     ConfigError,
+    Conflict,
     InvalidObject,
     ShiftnetError,
 )
@@ -201,6 +202,11 @@ class NodeAgent:
             return
         except AlreadyExists:
             pass
+        except Conflict:
+            # through a Kubernetes API the status is a second write after the create, and
+            # someone (the master) changed the new Node in between: the Node exists, so
+            # refresh it like an old one, keeping what they wrote
+            log.info("node written during registration, refreshing node=%s", self.name)
 
         def refresh(n: Node) -> Node:
             n.metadata.labels.update(labels)
