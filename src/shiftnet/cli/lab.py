@@ -1,7 +1,8 @@
 """``shiftnet lab``: a whole SDN cluster on this machine (root): up, down, status, trace.
 
 The lab keeps its own store and files under ``<state dir>/lab/<prefix>/``; the
-commands it prints point ``--store`` at that store.
+commands it prints point ``--store`` at that store (this machine plays the
+master's console), and ``kubectl`` at the lab's API server from inside the lab.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def register(subparsers: Any) -> None:
         description="Build (up), inspect (status, trace) and remove (down) a lab cluster: "
         "every node is a network namespace on a shared underlay bridge running its own "
         "node agent in sdn mode, service proxy (nftables) and, on the first node, the "
-        "router and the cluster DNS.",
+        "router and the cluster DNS; each reaches the API server in the master's "
+        "namespace over the underlay with a token of its own.",
     )
     sub = p.add_subparsers(dest="lab_command", metavar="up|down|status|trace")
     sub.required = True
@@ -92,9 +94,13 @@ def run_up(args: argparse.Namespace) -> int:
     )
     first = state.nodes[0]
     store = f"--store {state.store}"
+    admin = lab.api_config.kubeconfig_path
     print(f"lab {state.prefix} is up: {len(state.nodes)} nodes, store {state.store}")
+    homes = lab.dir / "machines"
+    print(f"API server {state.api} in {state.master_netns}; kubeconfigs {homes}/<node>/kubeconfig")
     print("try:")
     print(f"  shiftnet {store} get nodes,hostsubnets")
+    print(f"  ip netns exec {state.master_netns} kubectl --kubeconfig {admin} get nodes")
     print(f"  shiftnet {store} apply -f pods.yaml      # pods land on the nodes round-robin")
     print(f"  shiftnet lab trace POD_A POD_B --prefix {state.prefix}")
     print(
@@ -113,7 +119,7 @@ def run_down(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     lab = _lab(args)
     state = lab.loaded()
-    print(f"lab {state.prefix}: store {state.store}, dns {state.dns}")
+    print(f"lab {state.prefix}: store {state.store}, API {state.api}, dns {state.dns}")
     for n in state.nodes:
         print(f"  node {n['name']:<16} netns {n['netns']:<22} host IP {n['hostIP']}")
     for p in state.processes:

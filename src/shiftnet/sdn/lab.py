@@ -3,7 +3,10 @@
 ``up`` builds the underlay (:mod:`shiftnet.sdn.underlay`), then starts, each
 in the background with its log in the lab directory:
 
-* the master on the host (it needs no network, only the store);
+* on the master machine (its own namespace on the underlay): the API server
+  (``shiftnet apiserver``) on the master's underlay address, and the master
+  controllers; both open the lab's SQLite store, which lives on that machine's
+  disk (the lab directory);
 * one node agent per node namespace, in SDN mode, as OpenShift's node service
   runs on each machine;
 * the router inside the first node's namespace, as OpenShift runs its router
@@ -14,16 +17,20 @@ in the background with its log in the lab directory:
 * the cluster DNS inside the first node's namespace, on port 53 of its host IP
   (pods get it through ``/etc/netns/<pod namespace>/resolv.conf``).
 
-Processes enter a node's network namespace with ``nsenter --net`` rather than
+Every process in a node namespace is an API client, as on a separate machine:
+it has only a kubeconfig holding its node's own token (``system:node:<name>``,
+issued into the API server's token file before the server starts), reaches
+the API server over the underlay, and keeps its files in a home of its own
+(``machines/<node>/``), never the store or the admin token.
+
+Processes enter a network namespace with ``nsenter --net`` rather than
 ``ip netns exec``: the latter also gives the process a private mount
 namespace, and pod namespaces the agent mounts under ``/run/netns`` there
 would be invisible to everyone else.
 
-The store is a SQLite file in the lab directory: a file is reachable from every
-namespace, so no node needs a route back to the host. ``down`` stops every
-process by the pid it recorded and deletes every namespace (links, routes and
-rulesets inside them go with them). Nothing is installed in the host's own
-network namespace.
+``down`` stops every process by the pid it recorded and deletes every
+namespace (links, routes and rulesets inside them go with them). Nothing is
+installed in the host's own network namespace.
 """
 
 from __future__ import annotations
@@ -41,9 +48,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from shiftnet.apiserver.config import APIServerConfig
+from shiftnet.apiserver.kubeconfig import render_kubeconfig, server_url
+from shiftnet.apiserver.pki import ensure_credentials
+from shiftnet.apiserver.tokens import NODES_GROUP, issue_token, node_user
 from shiftnet.errors import ConfigError, ShiftnetError
+from shiftnet.private_files import ensure_private_dir, write_private_file
 from shiftnet.sdn.sdnmode import ETC_NETNS
-from shiftnet.sdn.underlay import Underlay
+from shiftnet.sdn.underlay import MASTER_ADDRESS, Underlay
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +63,8 @@ CLUSTER_NETWORK = "10.1.0.0/16"
 SERVICE_NETWORK = "172.30.0.0/16"
 HOST_SUBNET_LENGTH = 8
 NETNS_DIR = "/var/run/netns"
+API_PORT = 6443  # inside the master's namespace, not the host's
+API_START_TIMEOUT = 30.0
 
 
 class LabError(ShiftnetError):
@@ -70,7 +84,9 @@ class LabState:
     prefix: str
     nodes: list[dict[str, str]] = field(default_factory=list)
     processes: list[LabProcess] = field(default_factory=list)
-    store: str = ""
+    store: str = ""  # the SQLite file, opened only on the master machine (and the host)
+    api: str = ""  # the API server's URL on the underlay
+    master_netns: str = ""
     router_http_port: int = 0
     router_https_port: int = 0
     dns: str = ""
@@ -92,6 +108,16 @@ class Lab:
         self.prefix = prefix
         self.dir = lab_dir(state_dir, prefix)
         self.state_file = self.dir / "lab.json"
+        self.api_config = APIServerConfig(
+            state_dir=self.dir, listen_host=MASTER_ADDRESS, listen_port=API_PORT
+        )
+
+    def machine_home(self, node: str) -> Path:
+        """Node ``node``'s own state directory: its kubeconfig, pods, router and proxy files."""
+        return self.dir / "machines" / node
+
+    def node_kubeconfig(self, node: str) -> Path:
+        return self.machine_home(node) / "kubeconfig"
 
     # ------------------------------------------------------------ state
 
@@ -104,17 +130,34 @@ class Lab:
         return LabState(**raw, processes=procs)
 
     def _save(self, state: LabState) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.dir)
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
         tmp.replace(self.state_file)
 
     # ------------------------------------------------------------ processes
 
-    def _spawn(self, state: LabState, role: str, netns: str | None, argv: list[str]) -> None:
+    def _spawn(
+        self,
+        state: LabState,
+        role: str,
+        netns: str | None,
+        argv: list[str],
+        *,
+        node: str | None = None,
+    ) -> None:
+        """Start ``argv`` in ``netns``: on the master machine with the store, or as node
+        ``node``'s API client with its kubeconfig and home only."""
         log_path = self.dir / f"{role}.log"
         cmd = ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv] if netns else argv
-        env = {**os.environ, "SHIFTNET_HOME": str(self.dir), "SHIFTNET_STORE": state.store}
+        if node is None:
+            env = {**os.environ, "SHIFTNET_HOME": str(self.dir), "SHIFTNET_STORE": state.store}
+        else:
+            env = {
+                **os.environ,
+                "SHIFTNET_HOME": str(self.machine_home(node)),
+                "SHIFTNET_STORE": f"kube://{self.node_kubeconfig(node)}",
+            }
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
                 cmd,
@@ -162,7 +205,7 @@ class Lab:
         node = next((n for n in state.nodes if n["name"] == name), None)
         if node is None:
             raise LabError(f'lab "{self.prefix}" has no node "{name}"')
-        self._spawn(state, f"node-{name}", node["netns"], self._agent_argv(state, name))
+        self._spawn(state, f"node-{name}", node["netns"], self._agent_argv(state, name), node=name)
 
     def loaded(self) -> LabState:
         state = self.load()
@@ -183,8 +226,14 @@ class Lab:
     ) -> LabState:
         if self.load() is not None:
             raise LabError(f'lab "{self.prefix}" is already up; run "shiftnet lab down" first')
-        self.dir.mkdir(parents=True, exist_ok=True)
-        state = LabState(prefix=self.prefix, store=f"sqlite:///{self.dir}/state.db")
+        ensure_private_dir(self.dir)
+        master = self.underlay.master
+        state = LabState(
+            prefix=self.prefix,
+            store=f"sqlite:///{self.dir}/state.db",
+            api=server_url(MASTER_ADDRESS, API_PORT),
+            master_netns=master.netns,
+        )
         self._save(state)
 
         def say(msg: str) -> None:
@@ -198,10 +247,19 @@ class Lab:
             ]
             say(f"underlay: {len(machines)} node namespaces on {self.underlay.switch}")
             base = shiftnet_argv()
+            self._issue_node_credentials(state)
+            with contextlib.suppress(FileNotFoundError):  # its appearance says "listening"
+                self.api_config.kubeconfig_path.unlink()
+            self._spawn(
+                state,
+                "apiserver",
+                master.netns,
+                [*base, "apiserver", "--api-listen", f"{MASTER_ADDRESS}:{API_PORT}"],
+            )
             self._spawn(
                 state,
                 "master",
-                None,
+                master.netns,
                 [
                     *base,
                     "master",
@@ -215,11 +273,14 @@ class Lab:
                     SERVICE_NETWORK,
                 ],
             )
-            say("master: started")
+            self._wait_api(state)
+            say(f"master: API server on {state.api} in {master.netns}, controllers started")
             dns_ip = machines[0].host_ip
             state.dns = f"{dns_ip}:53"
             for m in machines:
-                self._spawn(state, f"node-{m.name}", m.netns, self._agent_argv(state, m.name))
+                self._spawn(
+                    state, f"node-{m.name}", m.netns, self._agent_argv(state, m.name), node=m.name
+                )
                 say(f"node {m.name}: agent started in {m.netns} ({m.host_ip})")
                 self._spawn(
                     state,
@@ -237,12 +298,15 @@ class Lab:
                         "--cluster-cidr",
                         CLUSTER_NETWORK,
                     ],
+                    node=m.name,
                 )
+            first = machines[0].name
             self._spawn(
                 state,
                 "dns",
                 machines[0].netns,
                 [*base, "dns", "--listen", state.dns],
+                node=first,
             )
             say(f"dns: started on {state.dns} in {machines[0].netns}")
             if router:
@@ -266,6 +330,7 @@ class Lab:
                         "--max-connections",
                         "4000",
                     ],
+                    node=first,
                 )
                 say(f"router: started on {machines[0].host_ip}:{http_port}/{https_port}")
             self._save(state)
@@ -274,6 +339,32 @@ class Lab:
         except BaseException:
             self.down()
             raise
+
+    def _issue_node_credentials(self, state: LabState) -> None:
+        """A token and a kubeconfig per node (in its own home), before the server starts:
+        it reads the token file on start. The CA and serving certificate are the ones the
+        server then finds and keeps."""
+        pki = self.api_config.pki_dir
+        creds = ensure_credentials(pki, MASTER_ADDRESS)
+        for node in state.nodes:
+            name = node["name"]
+            user = node_user(name)
+            token = issue_token(pki, user, [NODES_GROUP])
+            ensure_private_dir(self.machine_home(name))
+            write_private_file(
+                self.node_kubeconfig(name), render_kubeconfig(state.api, creds.ca_pem, token, user)
+            )
+
+    def _wait_api(self, state: LabState, timeout: float = API_START_TIMEOUT) -> None:
+        """Until the API server listens: it writes its admin kubeconfig only then."""
+        server = next(p for p in state.processes if p.role == "apiserver")
+        deadline = time.monotonic() + timeout
+        while not self.api_config.kubeconfig_path.exists():
+            if not _alive(server.pid):
+                raise LabError(f"lab apiserver (pid {server.pid}) exited; see its log {server.log}")
+            if time.monotonic() > deadline:
+                raise LabError(f"lab apiserver not listening after {timeout:g}s; see {server.log}")
+            time.sleep(0.1)
 
     def wait_ready(
         self, state: LabState, *, say: Callable[[str], None], timeout: float = 60.0

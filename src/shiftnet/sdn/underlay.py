@@ -5,6 +5,9 @@ underlay bridge (itself inside its own namespace, so the host's interfaces and
 routes are never touched):
 
 * ``<prefix>-under``: the switch, bridge ``under0``;
+* ``<prefix>-master``: the master machine, ``192.168.250.10``: the API server
+  listens there, and nodes reach it over the underlay as they would across a
+  real network;
 * ``<prefix>-node<i>``: node ``<prefix without sn->-node<i>`` (``lab-node1``), host IP
   ``192.168.250.<10+i>``;
 * ``<prefix>-inet``: "the internet": ``192.168.250.254`` on the underlay and
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 
 UNDERLAY = ipaddress.ip_network("192.168.250.0/24")
 INTERNET_GATEWAY = "192.168.250.254"
+MASTER_ADDRESS = "192.168.250.10"
 INTERNET_ADDRESS = "203.0.113.1"
 MAX_NODES = 200
 
@@ -53,6 +57,10 @@ class Underlay:
             raise ConfigError(f"lab node index {i} is out of range 1..{MAX_NODES}")
         short = self.prefix.removeprefix("sn-")
         return LabMachine(f"{short}-node{i}", f"{self.prefix}-node{i}", str(UNDERLAY[10 + i]))
+
+    @property
+    def master(self) -> LabMachine:
+        return LabMachine("master", f"{self.prefix}-master", MASTER_ADDRESS)
 
     @property
     def internet(self) -> LabMachine:
@@ -94,8 +102,10 @@ class Underlay:
                 box.route("replace", dst="0.0.0.0/0", gateway=default_via)
 
     def up(self, nodes: int) -> list[LabMachine]:
-        """Create the switch, the internet and ``nodes`` node machines; return the nodes."""
+        """Create the switch, the master, the internet and ``nodes`` node machines;
+        return the nodes."""
         self._ensure_switch()
+        self._plug(self.master, "p-master", None)
         inet = self.internet
         self._plug(inet, "p-inet", None)
         with NetNS(inet.netns) as box:

@@ -6,14 +6,18 @@ order and the last one removes a node.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from pyroute2 import NetNS, netns
 from tests.support.sdn_lab import (
     ECHO_PEER,
@@ -31,7 +35,7 @@ from shiftnet.api import Endpoints, HostSubnet, Pod
 from shiftnet.client import Client
 from shiftnet.sdn.lab import Lab
 from shiftnet.sdn.sdnmode import ETC_NETNS
-from shiftnet.sdn.underlay import INTERNET_ADDRESS
+from shiftnet.sdn.underlay import INTERNET_ADDRESS, MASTER_ADDRESS
 
 pytestmark = [
     pytest.mark.integration,
@@ -104,6 +108,75 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
 
 def _pods(lab: LabHandle) -> dict[str, Pod]:
     return lab.pods()
+
+
+def _fd_targets(pid: int) -> list[str]:
+    out = []
+    with contextlib.suppress(OSError):  # a short-lived helper may be gone already
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                out.append(os.readlink(fd))
+    return out
+
+
+def _proc_strings(pid: int, what: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/{what}").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def test_node_namespaces_are_api_clients_with_their_own_token(lab: LabHandle) -> None:
+    """Every process in a node namespace talks to the API server over the underlay with
+    its node's own token, and none opens the store (the master machine's processes do)."""
+    home = lab.state_dir / "lab" / lab.prefix
+    store_file = str(home / "state.db")
+    state = lab.state()
+    api = f"https://{MASTER_ADDRESS}:6443"
+    assert state["api"] == api
+    admin = (home / "apiserver" / "admin.token").read_text().strip()
+    tokens: dict[str, str] = {}
+    for node in lab.nodes:
+        path = home / "machines" / node["name"] / "kubeconfig"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        config = yaml.safe_load(path.read_text())
+        assert [u["name"] for u in config["users"]] == [f"system:node:{node['name']}"]
+        assert [c["cluster"]["server"] for c in config["clusters"]] == [api]
+        tokens[node["name"]] = config["users"][0]["user"]["token"]
+    assert admin not in tokens.values() and len(set(tokens.values())) == len(lab.nodes)
+
+    pids = netns.ns_pids()
+    roles: dict[str, set[str]] = {}
+    for node in lab.nodes:
+        own = f"SHIFTNET_STORE=kube://{home / 'machines' / node['name'] / 'kubeconfig'}"
+        connected = in_ns(node["netns"], "ss", "-Htnp", "state", "established", "dst", api[8:])
+        for pid in map(int, pids.get(node["netns"], [])):
+            assert not [t for t in _fd_targets(pid) if t.startswith(store_file)], pid
+            argv = _proc_strings(pid, "cmdline")
+            if argv[1:3] != ["-m", "shiftnet"]:
+                continue  # HAProxy, or a short-lived helper of the agent
+            assert own in _proc_strings(pid, "environ"), argv
+            assert re.search(rf"pid={pid},", connected), f"{argv[3]} has no connection to {api}"
+            roles.setdefault(node["name"], set()).add(argv[3])
+    first, *others = (n["name"] for n in lab.nodes)
+    assert roles.pop(first) == {"node", "proxy", "dns", "router"}
+    assert roles == {name: {"node", "proxy"} for name in others}
+    # the check sees an open store where there is one: on the master machine
+    master = [int(p) for p in pids[state["master_netns"]]]
+    assert len(master) == 2
+    assert all(any(t.startswith(store_file) for t in _fd_targets(p)) for p in master)
+
+    ca = str(home / "apiserver" / "ca.crt")
+
+    def status(token: str) -> str:
+        return in_ns(
+            lab.node(2)["netns"],
+            "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca,
+            "-H", f"Authorization: Bearer {token}", f"{api}/api/v1/nodes",
+        )  # fmt: skip
+
+    assert status(tokens[lab.node(2)["name"]]) == "200"
+    assert status("not-a-token") == "401"
 
 
 def test_pod_to_pod_same_node_and_across_vxlan(lab: LabHandle) -> None:
