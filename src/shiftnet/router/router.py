@@ -66,6 +66,7 @@ from shiftnet.store.base import Store
 log = logging.getLogger(__name__)
 
 STATS_POLL_SECONDS = 10.0
+RESYNC_SECONDS = 30.0  # every runner runs at least this often: failed syncs retry on their own
 BACKEND_STATS_QUERY = "show stat -1 2 -1"  # every proxy, backend rows (type 2), no servers
 
 
@@ -100,14 +101,18 @@ class Router:
         self.driver = HAProxyDriver(
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
         )
-        self._runner = CoalescingRunner(self._sync, min_interval=sync_interval, name="router-sync")
+        self._runner = CoalescingRunner(
+            self._sync, min_interval=sync_interval, max_interval=RESYNC_SECONDS, name="router-sync"
+        )
         # Routes HAProxy refuses are found by bisection and left out; the rest is served.
         self.refusals = Refusals(self.driver)
         self.driver.on_rejected = self._on_rejected
         self.driver.on_applied = self.refusals.applied
         self._paths: RenderPaths | None = None
         # Endpoints changes first take the fast path: only their routes' backends.
-        self._fast_runner = CoalescingRunner(self._sync_endpoints, name="router-endpoints")
+        self._fast_runner = CoalescingRunner(
+            self._sync_endpoints, max_interval=RESYNC_SECONDS, name="router-endpoints"
+        )
         self._pending_pools: set[PoolKey] = set()  # for the endpoint fast path
         self._changed_routes: set[RouteKey] = set()
         self._changed_pools: set[PoolKey] = set()
@@ -118,7 +123,9 @@ class Router:
         self._status_dirty: set[RouteKey] = set()
         self._last_index: dict[str, list[str]] | None = None
         # Status writes run beside the sync, so 10,000 of them never delay serving a change.
-        self._status_runner = CoalescingRunner(self._write_latest_statuses, name="router-status")
+        self._status_runner = CoalescingRunner(
+            self._write_latest_statuses, max_interval=RESYNC_SECONDS, name="router-status"
+        )
         self._stats_task: asyncio.Task[None] | None = None
         self._default_cert: Path | None = None
         self.stats_credentials: StatsCredentials | None = None  # known once started

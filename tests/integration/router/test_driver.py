@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,25 @@ async def test_restarted_router_adopts_without_reload(tmp_path: Path) -> None:
         assert second.reloads == 0 and (await second.process.status()).reloads == 0
         await second.stop()
         assert not second.process.alive()
+
+
+async def test_a_refused_check_is_retried_without_a_new_change(tmp_path: Path) -> None:
+    work, p = tmp_path / "router", port()
+    error_page = tmp_path / "503.http"
+    driver = HAProxyDriver(work, reload_interval=0.0, retry_interval=0.5)
+    with haproxy_cleanup(work), backends("pod-a", port=free_port()) as (pod,):
+        await driver.start()
+        try:
+            await driver.apply(*files(work, p, [pod], errorfile_503=str(error_page)))
+            await driver.flush()
+            assert driver.last_error is not None and not driver.process.alive()
+            # The file the configuration names appears; nobody applies anything.
+            error_page.write_bytes(b"HTTP/1.0 503 Service Unavailable\r\n\r\nsorry\n")
+            for _ in range(100):
+                if driver.last_error is None:
+                    break
+                await asyncio.sleep(0.1)
+            assert driver.last_error is None and driver.process.alive()
+            assert (await aget(p, "/", HOST))[1].strip() == "pod-a"
+        finally:
+            await driver.stop()

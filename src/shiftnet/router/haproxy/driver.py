@@ -16,7 +16,9 @@ Every reload candidate is first written to a staging directory and checked
 with ``haproxy -c`` there; only a configuration that passes replaces the live
 files. When the check or the reload fails, the last good files are put back
 on disk (so a HAProxy restart serves them too), the error is logged, counted
-and kept in :attr:`HAProxyDriver.last_error`, and the next change tries again.
+and kept in :attr:`HAProxyDriver.last_error`, and the next change tries again,
+or ``RETRY_INTERVAL`` later without one (a file the configuration names may
+have appeared meanwhile).
 A refused check is also handed to :attr:`HAProxyDriver.on_rejected`: the router
 then finds the routes HAProxy refuses (:meth:`HAProxyDriver.check_files` in a
 scratch directory, ``isolation.py``) and applies the others.
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 
 OWED_RELOAD_QUIET = 5.0  # seconds without changes before a reload owed by runtime changes
 OWED_RELOAD_MAX = 30.0  # ... but never later than this after the first such change
+RETRY_INTERVAL = 30.0  # seconds before a failed check or reload is tried again unasked
 
 
 class HAProxyDriver:
@@ -61,6 +64,7 @@ class HAProxyDriver:
         work_dir: Path,
         reload_interval: float = 5.0,
         binary: str | None = None,
+        retry_interval: float = RETRY_INTERVAL,
     ) -> None:
         self.work_dir = Path(work_dir)
         self.process = (
@@ -94,8 +98,12 @@ class HAProxyDriver:
         self._last_change = 0.0
         self._owed_since = 0.0
         self._owed_task: asyncio.Task[None] | None = None
+        # A refused check or reload is tried again after retry_interval on its own.
         self._runner = CoalescingRunner(
-            self._sync, min_interval=reload_interval, name="haproxy-reload"
+            self._sync,
+            min_interval=reload_interval,
+            max_interval=max(retry_interval, reload_interval),
+            name="haproxy-reload",
         )
         self._supervisor: asyncio.Task[None] | None = None
 
