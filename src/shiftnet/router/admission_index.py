@@ -8,7 +8,7 @@ hosts are decided again (all candidates of their domain while that domain
 has, or had, a wildcard candidate), oldest first, with the very functions
 :func:`shiftnet.router.admission.admit` uses for everything at once. The
 decisions therefore always equal ``admit()`` over the same routes
-(``tests/unit/router/test_admission_index.py`` checks it after random
+(``tests/unit/router/test_incremental.py`` checks it after random
 changes).
 
 Pure: no I/O, no clocks.
@@ -51,8 +51,11 @@ class AdmissionIndex:
         self._candidates, self._by_host, self._by_domain, self._wildcards = {}, {}, {}, {}
         ns_by_name = {n.metadata.name: n for n in namespaces}
         self.update({route_key(r): r for r in routes}, ns_by_name)
-        changed = {k for k in before.keys() | self.decisions.keys()
-                   if before.get(k) != self.decisions.get(k)}
+        changed = {
+            k
+            for k in before.keys() | self.decisions.keys()
+            if before.get(k) != self.decisions.get(k)
+        }
         return changed
 
     def update(

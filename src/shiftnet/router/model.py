@@ -1,10 +1,10 @@
-"""The router's L7 model (seed 003): Routes -> policies, Services -> pools, pods -> members.
+"""The router's L7 model (Kuryr's): Routes -> policies, Services -> pools, pods -> members.
 
 Pure: (admission result, Endpoints, Services) -> :class:`L7Model`. No I/O, no
 clocks; everything is sorted, so equal inputs give equal models and the
 renderer turns them into byte-identical files.
 
-The shapes follow Kuryr's design (seed 003):
+The shapes follow Kuryr's load balancer design:
 
 * every admitted Route is an :class:`L7Policy` whose :class:`Rule` is its host,
   path and wildcard flag; termination, insecure policy and parsed annotations
@@ -66,7 +66,7 @@ class PoolMember(NamedTuple):
 
 @dataclass(frozen=True)
 class Pool:
-    """A Service as seed 003 sees it: named ``<namespace>_<service>``, its endpoints as members."""
+    """A Service as a Kuryr pool: named ``<namespace>_<service>``, its endpoints as members."""
 
     namespace: str
     service: str
@@ -149,9 +149,21 @@ class L7Policy:
         # Computed once: policies are compared and hashed as dict keys more than once.
         cached: int | None = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((self.namespace, self.name, self.rule, self.termination,
-                           self.insecure_policy, self.tls, self.options, self.target_port,
-                           self.targets, self.servers, self.warnings))
+            cached = hash(
+                (
+                    self.namespace,
+                    self.name,
+                    self.rule,
+                    self.termination,
+                    self.insecure_policy,
+                    self.tls,
+                    self.options,
+                    self.target_port,
+                    self.targets,
+                    self.servers,
+                    self.warnings,
+                )
+            )
             object.__setattr__(self, "_hash", cached)
         return cached
 
@@ -407,8 +419,7 @@ def build_policy(
 
 def _no_port_note(target_port: TargetPort, namespace: str, service: str) -> str:
     return (
-        f"spec.port.targetPort {target_port!r} matches no port of service "
-        f'"{namespace}/{service}"'
+        f'spec.port.targetPort {target_port!r} matches no port of service "{namespace}/{service}"'
     )
 
 
@@ -435,9 +446,7 @@ def _one_backend(
         notes = (_no_port_note(target_port, namespace, service),)
     servers: tuple[Server, ...] = ()
     if weight > 0 and members:
-        servers = tuple(
-            Server(m.ip, m.port, pname, m.pod, MAX_SERVER_WEIGHT) for m in members
-        )
+        servers = tuple(Server(m.ip, m.port, pname, m.pod, MAX_SERVER_WEIGHT) for m in members)
     return (Target(pname, service, weight, len(members)),), servers, notes
 
 
@@ -471,8 +480,12 @@ def _backends(
         {p: (min(weights[p], MAX_SERVER_WEIGHT), len(resolved[p])) for p in weights}
     )
     targets = tuple(
-        Target(pool=p, service=services_of[p], weight=min(weights[p], MAX_SERVER_WEIGHT),
-               members=len(resolved[p]))
+        Target(
+            pool=p,
+            service=services_of[p],
+            weight=min(weights[p], MAX_SERVER_WEIGHT),
+            members=len(resolved[p]),
+        )
         for p in weights
     )
     servers = tuple(
@@ -489,7 +502,7 @@ def build_model(
     endpoints: Iterable[Endpoints] = (),
     services: Iterable[Service] = (),
 ) -> L7Model:
-    """The L7 model of every admitted route (seed 003's sequences hold by construction).
+    """The L7 model of every admitted route (Kuryr's sequences hold by construction).
 
     Pools are made for exactly the Services admitted routes point at; a pool
     whose Service or Endpoints do not exist yet has no members.
@@ -524,4 +537,3 @@ def _build_model(
         host = decision.host if decision is not None else (route.spec.host or "").lower()
         policies.append(build_policy(route, host, pools, svcs))
     return L7Model(policies=tuple(policies), pools=tuple(pools[k] for k in sorted(pools)))
-

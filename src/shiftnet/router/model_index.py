@@ -7,7 +7,7 @@ a changed Service or Endpoints rebuilds its pool and the policies of the
 routes that use it. Everything is built by :func:`shiftnet.router.model.build_policy`
 and :func:`pool_from_endpoints`, the functions :func:`build_model` uses, so
 :meth:`ModelIndex.model` always equals ``build_model`` over the same objects
-(``tests/unit/router/test_model_index.py`` checks it after random changes).
+(``tests/unit/router/test_incremental.py`` checks it after random changes).
 
 Pure: the caller passes lookups into its caches; no I/O, no clocks.
 """

@@ -429,7 +429,7 @@ class Router:
         Asks for the backend rows only (``show stat -1 2 -1``): at 10,000 routes
         the whole table has 51,000 rows (every server slot), and producing and
         parsing it cost the serving HAProxy 0.5 s and this process about 2 s of
-        CPU per poll, taken from the traffic (issue 5's lookup benchmark).
+        CPU per poll, taken from the traffic (measured by the lookup benchmark).
         ``known`` is what the last call published: unchanged gauges are skipped.
         """
         rows = parse_show_stat(await self.driver.runtime.query(BACKEND_STATS_QUERY))

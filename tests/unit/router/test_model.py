@@ -1,4 +1,4 @@
-"""The L7 model: seed 003's sequences, target ports, weights and annotations."""
+"""The L7 model: Kuryr's sequences, target ports, weights and annotations."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def model(routes: list, endpoints: list | None = None, services: list | None = N
     return build_model(admit(routes, [], CONFIG), endpoints or [], services or [])
 
 
-# ------------------------------------------------------------------ seed 003
+# ------------------------------------------------------------------ Kuryr's sequences
 
 
 def test_route_before_service_gives_empty_pool_that_fills_later() -> None:
@@ -241,17 +241,18 @@ def test_model_does_not_depend_on_input_order() -> None:
 
 
 def _versioned(obj, version: str):  # type: ignore[no-untyped-def]
-    meta = obj.metadata.model_copy(update={"resource_version": version, "uid": obj.metadata.uid
-                                           or f"uid-{obj.metadata.name}"})
+    meta = obj.metadata.model_copy(
+        update={"resource_version": version, "uid": obj.metadata.uid or f"uid-{obj.metadata.name}"}
+    )
     return obj.model_copy(update={"metadata": meta})
 
 
 def test_memoised_model_of_stored_objects_equals_a_fresh_one() -> None:
     # Objects from the store carry resourceVersions, which turn the memos on.
-    routes = [f.route(f"r{i}", f"h{i}.example.com", service=f"s{i % 2}", target_port=80)
-              for i in range(6)]
-    eps = [f.endpoints(f"s{i}", [f"10.0.{i}.1", f"10.0.{i}.2"], [("web", 8080)])
-           for i in range(2)]
+    routes = [
+        f.route(f"r{i}", f"h{i}.example.com", service=f"s{i % 2}", target_port=80) for i in range(6)
+    ]
+    eps = [f.endpoints(f"s{i}", [f"10.0.{i}.1", f"10.0.{i}.2"], [("web", 8080)]) for i in range(2)]
     svcs = [f.service(f"s{i}", [("web", 80, 8080)]) for i in range(2)]
     fresh = model(routes, eps, svcs)
     stored_routes = [_versioned(r, "1") for r in routes]
