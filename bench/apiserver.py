@@ -770,6 +770,8 @@ def main() -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
+    # also when started with SIGINT ignored (a background job of a script)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     children = Children()
     tmp = Path(tempfile.mkdtemp(prefix="sn-bench-api-"))
     load_before = os.getloadavg()
