@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import kubernetes  # type: ignore[import-untyped]
-from kubernetes.watch.watch import iter_resp_lines  # type: ignore[import-untyped]
+import kubernetes
+from kubernetes.watch.watch import iter_resp_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIFTNET = Path(sys.executable).with_name("shiftnet")
@@ -207,7 +207,7 @@ class Api:
     @classmethod
     def connect(cls, kubeconfig: Path, pool: int) -> Api:
         cfg = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(
+        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig), client_configuration=cfg, persist_config=False
         )
         cfg.connection_pool_maxsize = pool
@@ -386,7 +386,7 @@ def api_watchers(opts: argparse.Namespace) -> None:
             if state["connected"] == opts.count:
                 all_connected.set()
         mine = arrivals[i]
-        for line in iter_resp_lines(resp):
+        for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
             now = time.time()
             meta = json.loads(line)["object"].get("metadata") or {}
             if meta.get("namespace") != opts.namespace:
