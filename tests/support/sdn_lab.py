@@ -53,9 +53,13 @@ TCP_ASK = (
 )
 
 
-def shiftnet(*argv: str, timeout: float = 120) -> str:
+def shiftnet(*argv: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "shiftnet", *argv], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "shiftnet", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
     if proc.returncode != 0:
         raise AssertionError(f"shiftnet {' '.join(argv)} failed: {proc.stdout}{proc.stderr}")

@@ -152,9 +152,9 @@ class Lab:
         cmd = ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv] if netns else argv
         if node is None:
             env = {**os.environ, "SHIFTNET_HOME": str(self.dir), "SHIFTNET_STORE": state.store}
-        else:
+        else:  # not even a KUBECONFIG of the user's: the node's own kubeconfig only
             env = {
-                **os.environ,
+                **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
                 "SHIFTNET_HOME": str(self.machine_home(node)),
                 "SHIFTNET_STORE": f"kube://{self.node_kubeconfig(node)}",
             }

@@ -66,9 +66,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     handle: LabHandle | None = None
     pids: list[int] = []
     try:
+        # a user's KUBECONFIG (say, an admin's) must not reach the nodes
+        user_env = {**os.environ, "KUBECONFIG": str(state_dir / "admin-kubeconfig")}
         out = shiftnet(
-            "--state-dir", str(state_dir), "lab", "up", "--nodes", "3", "--prefix", prefix
-        )
+            "--state-dir", str(state_dir), "lab", "up", "--nodes", "3", "--prefix", prefix,
+            env=user_env,
+        )  # fmt: skip
         assert "Ready, subnet 10.1." in out
         raw = Lab(state_dir, prefix).load()
         assert raw is not None
@@ -155,7 +158,8 @@ def test_node_namespaces_are_api_clients_with_their_own_token(lab: LabHandle) ->
             argv = _proc_strings(pid, "cmdline")
             if argv[1:3] != ["-m", "shiftnet"]:
                 continue  # HAProxy, or a short-lived helper of the agent
-            assert own in _proc_strings(pid, "environ"), argv
+            env = _proc_strings(pid, "environ")
+            assert own in env and not [e for e in env if e.startswith("KUBECONFIG=")], argv
             assert re.search(rf"pid={pid},", connected), f"{argv[3]} has no connection to {api}"
             roles.setdefault(node["name"], set()).add(argv[3])
     first, *others = (n["name"] for n in lab.nodes)
