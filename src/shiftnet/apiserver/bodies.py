@@ -1,4 +1,4 @@
-"""Request bodies: read at most the size limit, decode JSON or YAML, refuse the rest.
+"""Request bodies: read at most the size limit, decode JSON, YAML or protobuf, refuse the rest.
 
 A body over the limit is refused before it is all read (413), as upstream
 refuses bodies over 3 MiB; malformed JSON or YAML is a 400 with the
@@ -8,6 +8,8 @@ or YAML aliases that expand past a million values are a 400, not a
 recursion error or a server busy for minutes. A key given twice keeps its
 last value, and its path is handed to field validation
 (:mod:`shiftnet.apiserver.fieldvalidation`), which refuses or warns.
+Protobuf bodies (kubectl's generators send nothing else) are read by
+:mod:`shiftnet.apiserver.protobuf` into the same shape.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from shiftnet.api.strict_yaml import (
     expanded_size,
     nesting,
 )
+from shiftnet.apiserver.protobuf import MEDIA_TYPE as PROTOBUF
+from shiftnet.apiserver.protobuf import UnsupportedProtobuf, decode_object
+from shiftnet.apiserver.protowire import MalformedProtobuf
 from shiftnet.apiserver.status import StatusError, bad_request
 from shiftnet.errors import shorten
 
@@ -38,7 +43,6 @@ PATCH_TYPES = (
     "application/strategic-merge-patch+json",
 )
 APPLY_PATCH = "application/apply-patch+yaml"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def too_large(limit: int) -> StatusError:
@@ -173,7 +177,8 @@ def _decode_yaml(raw: bytes) -> Body:
 
 
 def decode(raw: bytes, content_type: str) -> Body:
-    """JSON (also the patch types) or YAML into Python; 415 for anything else."""
+    """JSON (also the patch types), YAML or Kubernetes protobuf into Python; 415 for
+    anything else."""
     if not raw.strip():
         raise bad_request("the request body is empty")
     if content_type in JSON_TYPES or content_type in PATCH_TYPES:
@@ -181,17 +186,22 @@ def decode(raw: bytes, content_type: str) -> Body:
     if content_type in YAML_TYPES:
         return _decode_yaml(raw)
     if content_type == PROTOBUF:
-        raise StatusError(
-            415,
-            "UnsupportedMediaType",
-            "protobuf request bodies are not served: send JSON or YAML "
-            "(kubectl create -f FILE, kubectl apply -f FILE)",
-        )
+        return _decode_protobuf(raw)
     raise StatusError(
         415,
         "UnsupportedMediaType",
         f'the body of the request was in an unknown format "{content_type}"',
     )
+
+
+def _decode_protobuf(raw: bytes) -> Body:
+    try:
+        found = decode_object(raw)
+    except MalformedProtobuf as err:
+        raise bad_request(f"the request body is not valid protobuf: {err}") from None
+    except UnsupportedProtobuf as err:
+        raise StatusError(415, "UnsupportedMediaType", str(err)) from None
+    return Body(found.doc, found.duplicates)
 
 
 def content_type(request: web.Request) -> str:

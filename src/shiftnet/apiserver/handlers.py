@@ -33,6 +33,7 @@ from shiftnet.apiserver.paging import parse_limit
 from shiftnet.apiserver.patching import patch_function
 from shiftnet.apiserver.paths import Target, parse_path
 from shiftnet.apiserver.podlogs import serve_log
+from shiftnet.apiserver.protobuf import accepts_only_protobuf
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import (
     StatusError,
@@ -172,6 +173,9 @@ class ResourceAPI:
     # ------------------------------------------------------------ resources
 
     async def resource(self, request: web.Request) -> web.StreamResponse:
+        if accepts_only_protobuf(request.headers.get("Accept", "")):
+            only = "only the following media types are accepted: application/json"
+            raise StatusError(406, "NotAcceptable", only)
         target = parse_path(request.path)
         if target is None or target.unknown is not None:
             raise path_not_found(request.path)
