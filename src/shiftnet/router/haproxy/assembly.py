@@ -84,6 +84,7 @@ class Assembly:
             m: {} for m in ALL_MAPS
         }
         self._map_values: dict[str, dict[str, str]] = {m: {} for m in ALL_MAPS}  # the winners
+        self._map_lines: dict[str, dict[str, str]] = {m: {} for m in ALL_MAPS}  # ... written
         self._map_keys: dict[str, list[str]] = {m: [] for m in ALL_MAPS}  # sorted keys
         self._map_bytes: dict[str, bytes] = {}
         self._map_views: dict[str, dict[str, str]] = {}  # copies handed out in descriptions
@@ -213,37 +214,47 @@ class Assembly:
 
     def files(self) -> dict[str, bytes]:
         """The whole file set, sorted by name (maps re-joined only when they changed)."""
-        return self.snapshot()[0]
+        config_bytes = self._config()
+        for name in self._dirty_maps:
+            self._map_bytes[name] = writer.map_file(self._map_keys[name], self._map_lines[name])
+            self._map_views.pop(name, None)  # copied again when a description asks
+        self._dirty_maps = set()
+        others = self._others()
+        return dict(sorted({CONFIG_FILE: config_bytes, **others, **self._map_bytes}.items()))
+
+    def description(self) -> Description:
+        """What the files are written from, which the planner compares.
+
+        The backends are the very objects kept here, so comparing unchanged
+        routes costs an identity check; maps are copied again only when they
+        changed.
+        """
+        self.files()  # the head may have moved with the checked-server count
+        parts = self.parts
+        backends = dict([parts[k][:2] for k in self._order])  # (name, backend)
+        for spare in self._spares:
+            backends[spare.name] = spare
+        views = self._map_views
+        maps = {
+            name: views[name] if name in views else views.setdefault(name, dict(values))
+            for name, values in sorted(self._map_values.items())
+        }
+        return Description(self._head, backends, maps, dict(sorted(self._others().items())))
 
     def snapshot(self) -> tuple[dict[str, bytes], Description]:
-        """The file set and the description it was written from, which the planner compares.
+        """The file set and its description, for the driver."""
+        return self.files(), self.description()
 
-        Maps are written and copied again only when they changed; the
-        backends are the very objects kept here, so comparing unchanged
-        routes costs an identity check.
-        """
-        config_bytes = self._config()
+    def _others(self) -> dict[str, bytes]:
+        """Every file but ``haproxy.cfg`` and the maps."""
         if self._crt_bytes is None:
             self._crt_bytes = "".join(sorted(self._crt.values())).encode()
-        for name in self._dirty_maps:
-            values = self._map_values[name]
-            self._map_bytes[name] = writer.map_file(self._map_keys[name], values)
-            self._map_views[name] = dict(values)
-        self._dirty_maps = set()
         others: dict[str, bytes] = {CRT_LIST: self._crt_bytes}
         if not self.config.errorfile_503:
             others[ERROR_PAGE_503] = DEFAULT_503_PAGE
         for own in self._files.values():
             others.update(own)
-        files = dict(sorted({CONFIG_FILE: config_bytes, **others, **self._map_bytes}.items()))
-        backends = {self.parts[k].name: self.parts[k].backend for k in self._order}
-        for spare in self._spares:
-            backends[spare.name] = spare
-        maps = {name: self._map_views[name] for name in sorted(ALL_MAPS)}
-        return files, Description(self._head, backends, maps, dict(sorted(others.items())))
-
-    def description(self) -> Description:
-        return self.snapshot()[1]
+        return others
 
     def _config(self) -> bytes:
         """``haproxy.cfg``, joined again only after a change (or a new fitted head)."""
@@ -324,10 +335,11 @@ class Assembly:
         """Every map's sorted keys and winning lines from ``_wants`` at once (start-up)."""
         for name, by_key in self._wants.items():
             self._map_keys[name] = sorted(by_key)
-            self._map_values[name] = {
+            values = self._map_values[name] = {
                 k: min(w.values())[1] if len(w) > 1 else next(iter(w.values()))[1]
                 for k, w in by_key.items()
             }
+            self._map_lines[name] = writer.map_lines(values)
             self._dirty_maps.add(name)
 
     def _want(
@@ -343,10 +355,12 @@ class Assembly:
         if not wanting:
             del self._wants[name][map_key]
             if values.pop(map_key, None) is not None:
+                del self._map_lines[name][map_key]
                 del keys[bisect.bisect_left(keys, map_key)]
         else:
             value = min(wanting.values())[1]
             if map_key not in values:
                 bisect.insort(keys, map_key)
             values[map_key] = value
+            self._map_lines[name][map_key] = writer.map_line(map_key, value)
         self._dirty_maps.add(name)

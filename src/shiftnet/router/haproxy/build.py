@@ -287,8 +287,14 @@ def _server_options(
     return ServerOptions(checks, maxconn, ssl, ca_word)
 
 
+_PLAIN_SERVERS = ServerOptions()
+
+
 def _servers(policy: L7Policy, defaults: BackendDefaults, files: dict[str, bytes]) -> ServerOptions:
     opts = policy.options
+    plain = policy.termination != REENCRYPT and not opts.pod_concurrent_connections
+    if plain and len(policy.servers) < 2:
+        return _PLAIN_SERVERS  # most routes: one pod, nothing on the server lines
     checks: int | None = None
     # OpenShift's rule: health checks only when the route has more than one pod.
     # (Each checked server line costs HAProxy a file descriptor even while in
@@ -325,6 +331,7 @@ def route_parts(policy: L7Policy, defaults: BackendDefaults) -> RouteParts:
     crt = _certificate(policy, files) if policy.termination != HTTP else None
     members = len(policy.servers)
     return RouteParts(
+        name=name,
         backend=backend,
         entries=_map_entries(policy, name),
         crt=crt,
@@ -360,8 +367,9 @@ def _map_entries(policy: L7Policy, backend: str) -> tuple[MapEntry, ...]:
         if wildcard
         else escape.hostname(rule.host, "spec.host")
     )
-    escape.map_value(backend)
-    key = where + norm + "/"  # a passthrough route has no path: where + "/"
+    # A passthrough route has no path: where + "/". The backend name (a map value)
+    # needs no check: escape.name made it.
+    key = where + norm + "/"
     entries: list[MapEntry] = []
     # The HTTP port: plain routes and Allow are served, Redirect answers 302, None is absent.
     insecure = policy.insecure_policy

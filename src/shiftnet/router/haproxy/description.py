@@ -45,7 +45,11 @@ class Cookie:
 
 @dataclass(frozen=True)
 class BackendOptions:
-    """Everything a backend section says apart from its name and its server slots."""
+    """Everything a backend section says apart from its name and its server slots.
+
+    Its hash is computed once: the writer's template cache looks it up for
+    every backend it writes.
+    """
 
     parent: str  # the defaults section it is ``from``
     http: bool  # mode http (False: mode tcp)
@@ -58,9 +62,28 @@ class BackendOptions:
     hsts_word: str | None = None
     cookie: Cookie | None = None
 
+    def __hash__(self) -> int:
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(
+                (
+                    self.parent,
+                    self.http,
+                    self.balance,
+                    self.timeout_server_ms,
+                    self.timeout_tunnel_ms,
+                    self.allowlist_word,
+                    self.rate_limit,
+                    self.rewrite_words,
+                    self.hsts_word,
+                    self.cookie,
+                )
+            )
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
-@dataclass(frozen=True)
-class ServerOptions:
+
+class ServerOptions(NamedTuple):
     """What every ``server`` line of a backend says besides its slot's member."""
 
     check_inter_ms: int | None = None  # health checks (only with more than one pod)
@@ -87,9 +110,12 @@ class SlotState(NamedTuple):
 EMPTY_SLOT = SlotState(SPARE_HOST, SPARE_PORT, 0, True)
 
 
-@dataclass(frozen=True)
-class Backend:
-    """One backend section: a route's (or routes' shared) backend, or a spare."""
+class Backend(NamedTuple):
+    """One backend section: a route's (or routes' shared) backend, or a spare.
+
+    A named tuple, not a frozen dataclass: 10,000 of them are made per cold
+    render, and a frozen dataclass sets each field through ``object.__setattr__``.
+    """
 
     name: str
     options: BackendOptions
@@ -104,9 +130,6 @@ class Backend:
 
     def with_slots(self, slots: tuple[Member | None, ...]) -> Backend:
         return Backend(self.name, self.options, self.servers, slots)
-
-    def renamed(self, name: str) -> Backend:
-        return Backend(name, self.options, self.servers, self.slots)
 
 
 class MapEntry(NamedTuple):
@@ -126,19 +149,15 @@ class CrtEntry(NamedTuple):
     wildcard: bool
 
 
-@dataclass(frozen=True)
-class RouteParts:
+class RouteParts(NamedTuple):
     """Everything one route contributes to the file set."""
 
+    name: str  # its own backend's name
     backend: Backend  # its own backend (shared routes: the first one's serves them all)
     entries: tuple[MapEntry, ...]
     crt: CrtEntry | None
     files: tuple[tuple[str, bytes], ...]  # its certificate, CA and allowlist files
     checked: int = 0  # server lines with ``check``: each costs HAProxy a descriptor
-
-    @property
-    def name(self) -> str:
-        return self.backend.name
 
 
 @dataclass(frozen=True)

@@ -151,16 +151,17 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
     if wanted.head != live.head:
         return Fallback("global")
     backends = wanted.backends
+    loaded = live.backends
     # 1. Which route backends the served configuration lacks, and which spares they take.
-    aliases = {b: s for b, s in live.aliases.items() if b in backends and b not in live.backends}
+    aliases = {b: s for b, s in live.aliases.items() if b in backends and b not in loaded}
     # New routes no spare can serve (none left, or options a spare lacks): left out
     # (503, as before they existed) until the reload that this plan then owes.
     deferred: dict[str, str] = {}
     released = set(live.aliases.values()) - set(aliases.values())
     in_use = set(aliases.values()) | released
     free: dict[str, list[str]] | None = None
-    for name in backends:
-        if name in live.backends or name in aliases:
+    for name in [n for n in backends if n not in loaded]:
+        if name in aliases:
             continue
         kind = spare_kind(name)
         if kind is None:
@@ -175,7 +176,7 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
             deferred[name] = "backend-shape"
             continue
         aliases[name] = candidates.pop(0)
-    # 2. The backends as they should be served.
+    # 2. The backends as they should be served: most are the very objects loaded.
     target: dict[str, Backend] = {}
     for name, spare in aliases.items():
         served = served_as(backends[name], backends[spare])
@@ -185,28 +186,29 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
         target[spare] = served
     for name in deferred:
         aliases.pop(name, None)
-    for name, backend in backends.items():
-        if name in aliases or name in target or name in deferred:
+    skip = aliases.keys() | target.keys() | deferred.keys()
+    changed: dict[str, Backend] = {}
+    for name in [n for n, b in backends.items() if loaded.get(n, b) is not b]:
+        if name in skip:
             continue
-        old = live.backends.get(name)
-        if old is None or old is backend or old == backend:
-            target[name] = backend
+        backend, old = backends[name], loaded[name]
+        if old == backend:
             continue
         # Served with the options HAProxy loaded (health checks may differ).
         served = served_as(backend, old)
         if served is None:
             return Fallback(_mismatch(backend, old))
-        target[name] = served
-    for name, backend in live.backends.items():
-        if name not in target:
-            target[name] = _emptied(backend)  # a deleted route: unused until the reload
-    if set(target) != set(live.backends):
+        changed[name] = served
+    target.update({n: changed.get(n, b) for n, b in backends.items() if n not in skip})
+    for name in [n for n in loaded if n not in target]:
+        target[name] = _emptied(loaded[name])  # a deleted route: unused until the reload
+    if target.keys() != loaded.keys():
         return Fallback("new-backend")
     cmds: list[str] = []
     try:
-        for name, backend in target.items():
-            old = live.backends[name]
-            if old is not backend and old != backend:
+        for name in [n for n, b in target.items() if loaded[n] is not b]:
+            old, backend = loaded[name], target[name]
+            if old != backend:
                 more = backend_commands(old, backend)
                 if more is None:
                     return Fallback("backend-changed")
@@ -223,7 +225,7 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
             maps[name] = new
     except RuntimeAPIError:
         return Fallback("map-value")  # a key or value the CLI cannot carry
-    clean = not aliases and not deferred and target == dict(backends)
+    clean = not aliases and not deferred and target == backends
     state = LiveState(
         head=wanted.head,
         backends=target,

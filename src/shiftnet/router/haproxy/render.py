@@ -65,14 +65,19 @@ __all__ = [
 
 @dataclass
 class RenderResult:
-    """The file set, its description, which backend serves each route, and the routes
-    left out (with why)."""
+    """The file set, which backend serves each route, the routes left out (with why),
+    and the assembly that wrote them (its description on demand)."""
 
     files: dict[str, bytes]
-    description: Description
+    assembly: Assembly
     backends: dict[RouteKey, str] = field(default_factory=dict)
     skipped: dict[RouteKey, str] = field(default_factory=dict)
     fit: MaxconnFit | None = None  # maxconn as rendered, fitted to the checked servers
+
+    @property
+    def description(self) -> Description:
+        """What the files are written from (made when asked: most callers want files)."""
+        return self.assembly.description()
 
 
 def render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderResult:
@@ -80,10 +85,9 @@ def render(model: L7Model, config: RouterConfig, paths: RenderPaths) -> RenderRe
     with gc_paused():
         assembly = Assembly(config, paths)
         assembly.update({policy.key: policy for policy in model.policies})
-        files, description = assembly.snapshot()
         return RenderResult(
-            files=files,
-            description=description,
+            files=assembly.files(),
+            assembly=assembly,
             backends=assembly.backends,
             skipped=dict(assembly.skipped),
             fit=assembly.fit,

@@ -197,9 +197,19 @@ def spares_text(spares: tuple[Backend, ...]) -> str:
 # ------------------------------------------------------------------ maps and crt-list
 
 
-def map_file(keys: Iterable[str], values: Mapping[str, str]) -> bytes:
-    """A map file: one ``key value`` line per key, in the order given (sorted)."""
-    return "".join([f"{k} {values[k]}\n" for k in keys]).encode()
+def map_line(key: str, value: str) -> str:
+    """One map file line (key and value are checked where they are described)."""
+    return f"{key} {value}\n"
+
+
+def map_lines(values: Mapping[str, str]) -> dict[str, str]:
+    """:func:`map_line` of every entry (a whole map at once)."""
+    return {k: f"{k} {v}\n" for k, v in values.items()}
+
+
+def map_file(keys: Iterable[str], lines: Mapping[str, str]) -> bytes:
+    """A map file: each key's line (:func:`map_line`), in the order given (sorted)."""
+    return "".join([lines[k] for k in keys]).encode()
 
 
 def crt_line(entry: CrtEntry) -> str:
