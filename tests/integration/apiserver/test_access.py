@@ -51,13 +51,6 @@ def test_requests_without_a_valid_token_get_401_status(api: APIServerProcess) ->
     assert "You must be logged in to the server" in bad.stderr
 
 
-def test_protobuf_bodies_are_refused_in_one_sentence(api: APIServerProcess) -> None:
-    res = api.kubectl("create", "namespace", "typed")  # kubectl's typed client sends protobuf
-    assert res.returncode != 0
-    assert "protobuf request bodies are not served: send JSON or YAML" in res.stderr
-    assert "typed" not in api.ok("get", "namespaces")
-
-
 def test_a_restart_keeps_the_ca_and_token(api: APIServerProcess) -> None:
     before = api.kubeconfig.read_text()
     api.ok("create", "-f", "-", input=NAMESPACE)
