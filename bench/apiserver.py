@@ -520,17 +520,20 @@ def watch_phase(
     wait_line(api_w, "ready", 90)
     wait_line(store_w, "ready", 90)
     names = [f"w-{i}" for i in range(args.watch_creates)]
-    srv0 = cpu_seconds(server.proc.pid)
+    srv0, watchers0 = cpu_seconds(server.proc.pid), cpu_seconds(api_w.pid)
     secs, _, times = api_creates(api, WATCH_NS, names, args.watch_concurrency)
     srv_cpu = cpu_seconds(server.proc.pid) - srv0
     print(f"watch: {len(names)} creates in {secs:.2f} s", flush=True)
     wait_line(api_w, "done", deadline + 30)
+    watchers_cpu = cpu_seconds(api_w.pid) - watchers0
     wait_line(store_w, "done", deadline + 30)
     result = {
         "api": delays(json.loads(api_out.read_text()), times),
         "store": delays(json.loads(store_out.read_text()), times),
         "creates_per_s": round(len(names) / secs, 1),
         "server_cpu_ms_per_create": round(srv_cpu * 1000 / len(names), 2),
+        # the watching client's own cost: all its watchers together, per created Route
+        "watchers_cpu_ms_per_create": round(watchers_cpu * 1000 / len(names), 2),
     }
     return result, [api_w, store_w]
 
@@ -695,8 +698,9 @@ def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
     print(
         f"\nmedians of {args.rounds} create rounds x {args.creates} per side and "
         f"{args.list_rounds} list rounds; watch: {args.watch_creates} creates, "
-        f"{args.watch_concurrency} in flight ({res['watch']['creates_per_s']:.0f}/s, server CPU "
-        f"{res['watch']['server_cpu_ms_per_create']:.2f} ms per create), "
+        f"{args.watch_concurrency} in flight ({res['watch']['creates_per_s']:.0f}/s; CPU per "
+        f"create: server {res['watch']['server_cpu_ms_per_create']:.2f} ms, the {w} watchers "
+        f"{res['watch']['watchers_cpu_ms_per_create']:.2f} ms), "
         f"{wa.get('missing', '?')} events missing; API/store creates: the median of the rounds' "
         f"paired ratios; load average {load} before, {load_after} after"
     )
