@@ -22,10 +22,10 @@ naming where; kinds without a table are :class:`UnsupportedProtobuf`.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shiftnet.api.strict_yaml import MAX_NODES
 from shiftnet.apiserver.protoschema import KINDS, Field, Kind, Message
 from shiftnet.apiserver.protowire import (
     MalformedProtobuf,
@@ -39,6 +39,9 @@ from shiftnet.errors import ShiftnetError, shorten
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 PREFIX = b"k8s\x00"
 NOT_DECODED = "(not decoded)"
+# Far more than any object kubectl writes; keeps a 3 MiB body of tiny fields from
+# holding the server's one thread for seconds.
+MAX_VALUES = 100_000
 
 
 class UnsupportedProtobuf(ShiftnetError):
@@ -82,11 +85,6 @@ def _is_zero(value: Any) -> bool:
 class _Decoder:
     duplicates: list[str] = field(default_factory=list)
     values: int = 0
-
-    def _count(self, n: int) -> None:
-        self.values += n
-        if self.values > MAX_NODES:
-            raise MalformedProtobuf(f"it holds more than {MAX_NODES} values")
 
     def message(self, data: bytes, msg: Message, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -174,13 +172,20 @@ class _Decoder:
                 raise MalformedProtobuf(f"an entry of {path} has field {wire.number}")
         return key, value
 
-    def fields_of(self, data: bytes, path: str) -> list[WireField]:
-        try:
-            fields = read_fields(data)
-        except MalformedProtobuf as err:
-            raise MalformedProtobuf(f"in {path}: {err}") from None
-        self._count(len(fields))
-        return fields
+    def fields_of(self, data: bytes, path: str) -> Iterator[WireField]:
+        """The fields of one message, counted against :data:`MAX_VALUES` as they are read."""
+        fields = read_fields(data)
+        while True:
+            try:
+                wire = next(fields, None)
+            except MalformedProtobuf as err:
+                raise MalformedProtobuf(f"in {path}: {err}") from None
+            if wire is None:
+                return
+            self.values += 1
+            if self.values > MAX_VALUES:
+                raise MalformedProtobuf(f"it holds more than {MAX_VALUES} values")
+            yield wire
 
     def _time(self, data: bytes, path: str) -> str | None:
         """meta/v1 Time: no bytes is the zero time (JSON null); nanoseconds are

@@ -11,6 +11,7 @@ never an ``IndexError``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -65,9 +66,9 @@ def _fixed(data: bytes, pos: int, size: int) -> tuple[int, int]:
     return int.from_bytes(data[pos:end], "little"), end
 
 
-def read_fields(data: bytes) -> list[WireField]:
-    """Every field of one message, in the order written."""
-    fields: list[WireField] = []
+def read_fields(data: bytes) -> Iterator[WireField]:
+    """Every field of one message, in the order written, one at a time (a caller
+    that counts can stop long before a huge body is all read)."""
     pos = 0
     while pos < len(data):
         start = pos
@@ -92,5 +93,4 @@ def read_fields(data: bytes) -> list[WireField]:
             value, pos = data[pos : pos + size], pos + size
         else:
             raise MalformedProtobuf(f"field {number} at byte {start} has wire type {wire}")
-        fields.append(WireField(number, WireType(wire), value))
-    return fields
+        yield WireField(number, WireType(wire), value)

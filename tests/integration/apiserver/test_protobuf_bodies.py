@@ -132,6 +132,7 @@ def test_kubectl_create_service_of_each_type(api: APIServerProcess, rec: Recorde
 
     for args in (
         ("nodeport", "np", "--tcp=80:8080", "--node-port=30080"),
+        ("loadbalancer", "lb", "--tcp=443:8443"),
         ("externalname", "ext", "--external-name=db.example.com"),
         ("clusterip", "headless", "--clusterip=None"),
     ):
@@ -140,6 +141,7 @@ def test_kubectl_create_service_of_each_type(api: APIServerProcess, rec: Recorde
     assert get_yaml(api, "service", "np")["spec"]["ports"] == [
         {"name": "80-8080", "nodePort": 30080, "port": 80, "protocol": "TCP", "targetPort": 8080}
     ]
+    assert get_yaml(api, "service", "lb")["spec"]["type"] == "LoadBalancer"
     ext = get_yaml(api, "service", "ext")["spec"]
     assert (ext["type"], ext["externalName"]) == ("ExternalName", "db.example.com")
     assert get_yaml(api, "service", "headless")["spec"]["clusterIP"] == "None"
