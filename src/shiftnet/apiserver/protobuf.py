@@ -88,13 +88,17 @@ class _Decoder:
 
     def message(self, data: bytes, msg: Message, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        seen: set[int] = set()
         where = f"{path} ({msg.name})" if path else msg.name
         for wire in self.fields_of(data, where):
             spec = msg.fields.get(wire.number)
             if spec is None:
                 out[unknown_key(wire.number)] = NOT_DECODED
-            else:
-                self._field(out, wire, spec, path)
+                continue
+            if wire.number in seen and not (spec.repeated or spec.kind is Kind.STRING_MAP):
+                self.duplicates.append(_child(path, spec.name))
+            seen.add(wire.number)
+            self._field(out, wire, spec, path)
         return out
 
     def _field(self, out: dict[str, Any], wire: WireField, spec: Field, path: str) -> None:
@@ -120,8 +124,6 @@ class _Decoder:
             items.append(NOT_DECODED if item is None else item)  # an empty element is one
             return
         value = self._value(wire, spec, here)
-        if spec.name in out:
-            self.duplicates.append(here)
         if spec.pointer and value is not None:
             out[spec.name] = value
         elif _is_zero(value):

@@ -310,11 +310,18 @@ def test_fields_given_twice_keep_the_last_and_are_reported() -> None:
     body = envelope(
         "v1",
         "Namespace",
-        meta(text(1, "a"), text(1, "b"), entry(11, "app", "x"), entry(11, "app", "y")),
+        meta(
+            text(1, "a"),
+            text(1, "b"),
+            text(3, ""),  # an empty first value is still a first value
+            text(3, "x"),
+            entry(11, "app", "x"),
+            entry(11, "app", "y"),
+        ),
     )
     got = decode(body, PROTOBUF)
-    assert got.doc["metadata"] == {"name": "b", "labels": {"app": "y"}}
-    assert got.duplicates == ("metadata.name", "metadata.labels.app")
+    assert got.doc["metadata"] == {"name": "b", "namespace": "x", "labels": {"app": "y"}}
+    assert got.duplicates == ("metadata.name", "metadata.namespace", "metadata.labels.app")
 
 
 # ---------------------------------------------------------------- bad bodies
