@@ -150,11 +150,23 @@ class ServicePort(Wire):
         return self.port if self.target_port in (None, "", 0) else self.target_port
 
 
+IPV4 = "IPv4"
+IPV6 = "IPv6"
+SINGLE_STACK = "SingleStack"
+PREFER_DUAL_STACK = "PreferDualStack"
+REQUIRE_DUAL_STACK = "RequireDualStack"
+
+
 class ServiceSpec(Wire):
     type: str = "ClusterIP"
     selector: dict[str, str] | None = None
     ports: list[ServicePort] = Field(default_factory=list)
     cluster_ip: str | None = Field(default=None, alias="clusterIP")
+    # Dual-stack, as Kubernetes has them: clusterIPs[0] is clusterIP, the second (if
+    # any) is of the other family; ipFamilies names each one's family in the same order.
+    cluster_ips: list[str] | None = Field(default=None, alias="clusterIPs")
+    ip_families: list[str] | None = None
+    ip_family_policy: str | None = None
     external_ips: list[str] = Field(default_factory=list, alias="externalIPs")
     external_name: str | None = None
     session_affinity: str = "None"
@@ -182,6 +194,14 @@ class ServiceSpec(Wire):
     @property
     def headless(self) -> bool:
         return self.cluster_ip == "None"
+
+    @property
+    def effective_cluster_ips(self) -> list[str]:
+        """Every ClusterIP, primary first: ``clusterIPs``, or ``[clusterIP]`` as an old
+        client (or a Service stored before dual-stack) writes it; ``[]`` when unset."""
+        if self.cluster_ips:
+            return list(self.cluster_ips)
+        return [self.cluster_ip] if self.cluster_ip else []
 
 
 class LoadBalancerStatus(Wire):

@@ -167,19 +167,32 @@ def _add_service(
         return
 
     b.touch(svc_name)
-    ip = _valid_ip(spec.cluster_ip)
-    if ip is None:
-        if spec.cluster_ip:
-            b.problems.append(
-                Problem("Service", ns, name, f"spec.clusterIP {spec.cluster_ip!r} is not an IP")
-            )
+    ips = _cluster_ips(b, svc)
+    if not ips:
         return
-    b.add(svc_name, _address_type(ip), str(ip))
-    b.add(reverse_name(ip), PTR, svc_name)
+    for ip in ips:  # a dual-stack Service has one of each family: A and AAAA
+        b.add(svc_name, _address_type(ip), str(ip))
+        b.add(reverse_name(ip), PTR, svc_name)
     for port in spec.ports:
         if port.name and _srv_port(port.name, port.port):
             owner = _srv_owner(port.name, port.protocol, svc_name)
             b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, svc_name))
+
+
+def _cluster_ips(b: _Builder, svc: Service) -> list[Address]:
+    """The Service's ClusterIPs (``spec.clusterIPs``, else ``spec.clusterIP``) that are
+    addresses; any other value is reported and left out."""
+    ns, name = svc.metadata.namespace or "", svc.metadata.name
+    out: list[Address] = []
+    for text in svc.spec.effective_cluster_ips:
+        ip = _valid_ip(text)
+        if ip is None:
+            b.problems.append(
+                Problem("Service", ns, name, f"spec.clusterIPs {text!r} is not an IP")
+            )
+        elif ip not in out:
+            out.append(ip)
+    return out
 
 
 def _add_headless(
