@@ -17,7 +17,12 @@ from shiftnet.errors import InvalidObject
 
 # Fields a controller fills in; a manifest that omits them keeps the stored value.
 SERVER_ASSIGNED: dict[str, tuple[tuple[str, ...], ...]] = {
-    "Service": (("spec", "clusterIP"),),
+    "Service": (
+        ("spec", "clusterIP"),
+        ("spec", "clusterIPs"),
+        ("spec", "ipFamilies"),
+        ("spec", "ipFamilyPolicy"),
+    ),
     "Pod": (("spec", "nodeName"),),
     "Node": (("spec", "podCIDR"),),
     "Route": (("spec", "host"),),

@@ -83,6 +83,32 @@ class Container(Wire):
     liveness_probe: Probe | None = None
 
 
+class PodDNSConfigOption(Wire):
+    name: str = ""
+    value: str | None = None
+
+
+class PodDNSConfig(Wire):
+    """Resolver settings merged into what ``dnsPolicy`` gives (all of it for ``None``)."""
+
+    nameservers: list[str] = Field(default_factory=list)
+    searches: list[str] = Field(default_factory=list)
+    options: list[PodDNSConfigOption] = Field(default_factory=list)
+
+
+class HostAlias(Wire):
+    """One extra line of the pod's hosts file."""
+
+    ip: str = ""
+    hostnames: list[str] = Field(default_factory=list)
+
+
+DNS_CLUSTER_FIRST = "ClusterFirst"
+DNS_CLUSTER_FIRST_WITH_HOST_NET = "ClusterFirstWithHostNet"
+DNS_DEFAULT = "Default"
+DNS_NONE = "None"
+
+
 class PodSpec(Wire):
     containers: list[Container] = Field(default_factory=list)
     node_name: str | None = None
@@ -91,6 +117,14 @@ class PodSpec(Wire):
     hostname: str | None = None
     subdomain: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
+    # unset means ClusterFirst, Kubernetes' default
+    dns_policy: str | None = None
+    dns_config: PodDNSConfig | None = Field(default=None, alias="dnsConfig")
+    host_aliases: list[HostAlias] | None = None
+
+    @property
+    def effective_dns_policy(self) -> str:
+        return self.dns_policy or DNS_CLUSTER_FIRST
 
 
 class ContainerStatus(Wire):

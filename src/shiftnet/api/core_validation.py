@@ -7,10 +7,20 @@ because shiftnet does not default zeros) ``docs/api.md`` says so.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 
 from shiftnet.api import names
 from shiftnet.api.core import (
+    DNS_CLUSTER_FIRST,
+    DNS_CLUSTER_FIRST_WITH_HOST_NET,
+    DNS_DEFAULT,
+    DNS_NONE,
+    IPV4,
+    IPV6,
+    PREFER_DUAL_STACK,
+    REQUIRE_DUAL_STACK,
+    SINGLE_STACK,
     Container,
     ContainerPort,
     EndpointAddress,
@@ -18,6 +28,7 @@ from shiftnet.api.core import (
     Endpoints,
     Node,
     Pod,
+    PodSpec,
     Probe,
     Service,
     ServicePort,
@@ -40,6 +51,12 @@ SESSION_AFFINITIES = ("ClientIP", "None")
 HTTP_SCHEMES = ("HTTP", "HTTPS")
 NODE_ADDRESS_TYPES = ("ExternalDNS", "ExternalIP", "Hostname", "InternalDNS", "InternalIP")
 MAX_AFFINITY_TIMEOUT = 86400
+IP_FAMILIES = (IPV4, IPV6)
+IP_FAMILY_POLICIES = (PREFER_DUAL_STACK, REQUIRE_DUAL_STACK, SINGLE_STACK)
+DNS_POLICIES = (DNS_CLUSTER_FIRST, DNS_CLUSTER_FIRST_WITH_HOST_NET, DNS_DEFAULT, DNS_NONE)
+MAX_DNS_NAMESERVERS = 3  # Kubernetes' limits, which are glibc's (MAXNS) and kubelet's
+MAX_DNS_SEARCH_PATHS = 32
+MAX_DNS_SEARCH_LIST_CHARS = 2048
 
 
 def _first(path: str, value: str | int, reasons: Iterable[str]) -> list[FieldError]:
@@ -190,6 +207,87 @@ def pod_errors(pod: Pod) -> list[FieldError]:
             "spec.nodeName", spec.node_name, names.dns1123_subdomain_errors(spec.node_name)
         )
     out += label_errors(spec.node_selector, "spec.nodeSelector")
+    out += _dns_errors(spec)
+    out += _host_alias_errors(spec)
+    return out
+
+
+def _dns_errors(spec: PodSpec) -> list[FieldError]:
+    """``dnsPolicy`` and ``dnsConfig`` with Kubernetes' rules and limits."""
+    out: list[FieldError] = []
+    policy = spec.dns_policy
+    if policy is not None:
+        if policy == "":
+            out.append(required("spec.dnsPolicy"))
+        elif policy not in DNS_POLICIES:
+            out.append(not_supported("spec.dnsPolicy", policy, DNS_POLICIES))
+    cfg = spec.dns_config
+    if policy == DNS_NONE:
+        if cfg is None:
+            why = "must provide `dnsConfig` when `dnsPolicy` is None"
+            return [*out, required("spec.dnsConfig", why)]
+        if not cfg.nameservers:
+            why = "must provide at least one DNS nameserver when `dnsPolicy` is None"
+            return [*out, required("spec.dnsConfig.nameservers", why)]
+    if cfg is None:
+        return out
+    if len(cfg.nameservers) > MAX_DNS_NAMESERVERS:
+        out.append(
+            invalid(
+                "spec.dnsConfig.nameservers",
+                ",".join(cfg.nameservers),
+                f"must not have more than {MAX_DNS_NAMESERVERS} nameservers",
+            )
+        )
+    for i, ns in enumerate(cfg.nameservers):
+        out += _first(join("spec.dnsConfig.nameservers", i), ns, names.ip_errors(ns))
+    if len(cfg.searches) > MAX_DNS_SEARCH_PATHS:
+        out.append(
+            invalid(
+                "spec.dnsConfig.searches",
+                ",".join(cfg.searches),
+                f"must not have more than {MAX_DNS_SEARCH_PATHS} search paths",
+            )
+        )
+    if len(" ".join(cfg.searches)) > MAX_DNS_SEARCH_LIST_CHARS:
+        out.append(
+            invalid(
+                "spec.dnsConfig.searches",
+                " ".join(cfg.searches),
+                f"must not have more than {MAX_DNS_SEARCH_LIST_CHARS} characters "
+                "(including spaces) in the search list",
+            )
+        )
+    for i, search in enumerate(cfg.searches):
+        domain = search.removesuffix(".")  # a trailing dot is fine
+        out += _first(
+            join("spec.dnsConfig.searches", i), domain, names.dns1123_subdomain_errors(domain)
+        )
+    for i, option in enumerate(cfg.options):
+        path = join("spec.dnsConfig.options", i)
+        if not option.name:
+            out.append(required(path, "must not be empty"))
+        # resolv.conf takes one line of words: an option is one word (``name`` or
+        # ``name:value``), so whitespace or a comment sign would write something else
+        for field, text in (("name", option.name), ("value", option.value or "")):
+            if any(c.isspace() or c in "#;" or not c.isprintable() for c in text):
+                out.append(
+                    invalid(
+                        join(path, field),
+                        text,
+                        "must not contain whitespace, '#' or ';' (it is a resolv.conf option)",
+                    )
+                )
+    return out
+
+
+def _host_alias_errors(spec: PodSpec) -> list[FieldError]:
+    out: list[FieldError] = []
+    for i, alias in enumerate(spec.host_aliases or []):
+        path = join("spec.hostAliases", i)
+        out += _first(join(path, "ip"), alias.ip, names.ip_errors(alias.ip))
+        for j, host in enumerate(alias.hostnames):
+            out += _first(join(path, "hostnames", j), host, names.dns1123_subdomain_errors(host))
     return out
 
 
@@ -280,6 +378,81 @@ def _cluster_ip_errors(svc: Service) -> list[FieldError]:
     return _first("spec.clusterIP", ip, names.ip_errors(ip))
 
 
+def _ip_family_errors(svc: Service) -> list[FieldError]:
+    """``clusterIPs``, ``ipFamilies`` and ``ipFamilyPolicy`` on their own and against
+    ``clusterIP``, as Kubernetes validates them; what the cluster can offer (a second
+    service network) is the ClusterIP allocator's check."""
+    spec = svc.spec
+    ips = spec.cluster_ips or []
+    families = spec.ip_families or []
+    if spec.type == "ExternalName":
+        out: list[FieldError] = []
+        for field, value in (
+            ("clusterIPs", ips),
+            ("ipFamilies", families),
+            ("ipFamilyPolicy", spec.ip_family_policy),
+        ):
+            if value:
+                out.append(
+                    forbidden(join("spec", field), "may not be set for ExternalName services")
+                )
+        return out
+    out = []
+    shown = ",".join(ips)
+    if spec.cluster_ip:
+        if ips and ips[0] != spec.cluster_ip:
+            out.append(invalid("spec.clusterIPs", shown, "first value must match `clusterIP`"))
+    elif ips:
+        out.append(
+            invalid("spec.clusterIPs", shown, "must be empty when `clusterIP` is not specified")
+        )
+    seen: set[str] = set()
+    for i, family in enumerate(families):
+        path = join("spec.ipFamilies", i)
+        if family not in IP_FAMILIES:
+            out.append(not_supported(path, family, IP_FAMILIES))
+        if family in seen:
+            out.append(duplicate(path, family))
+        seen.add(family)
+    policy = spec.ip_family_policy
+    if policy is not None and policy not in IP_FAMILY_POLICIES:
+        out.append(not_supported("spec.ipFamilyPolicy", policy, IP_FAMILY_POLICIES))
+    bad_ip = False
+    for i, ip in enumerate(ips):
+        if i == 0 and ip == "None":
+            if len(ips) > 1:
+                bad_ip = True
+                out.append(
+                    invalid("spec.clusterIPs", shown, "'None' must be the first and only value")
+                )
+            continue
+        reasons = names.ip_errors(ip)
+        bad_ip = bad_ip or bool(reasons)
+        out += _first(join("spec.clusterIPs", i), ip, reasons)
+    if len(ips) > 2:
+        out.append(invalid("spec.clusterIPs", shown, "may only hold up to 2 values"))
+    if bad_ip:
+        return out
+    versions = [ipaddress.ip_address(ip).version for ip in ips if ip != "None"]
+    if len(ips) > 1 and len(set(versions)) != len(versions):
+        out.append(
+            invalid("spec.clusterIPs", shown, "may specify no more than one IP for each IP family")
+        )
+    if not spec.headless:
+        for i, (ip, family) in enumerate(zip(ips, families, strict=False)):
+            version = ipaddress.ip_address(ip).version
+            if (family, version) in ((IPV4, 6), (IPV6, 4)):
+                want = family
+                out.append(
+                    invalid(
+                        join("spec.clusterIPs", i),
+                        ip,
+                        f"expected an {want} value as indicated by `ipFamilies[{i}]`",
+                    )
+                )
+    return out
+
+
 def service_errors(svc: Service) -> list[FieldError]:
     spec = svc.spec
     out: list[FieldError] = []
@@ -292,6 +465,7 @@ def service_errors(svc: Service) -> list[FieldError]:
             name = spec.external_name.removesuffix(".")
             out += _first("spec.externalName", name, names.dns1123_subdomain_errors(name))
     out += _cluster_ip_errors(svc)
+    out += _ip_family_errors(svc)
     out += _service_ports_errors(svc)
     if spec.selector:
         out += label_errors(spec.selector, "spec.selector")
