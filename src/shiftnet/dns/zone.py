@@ -1,23 +1,22 @@
-"""The cluster zone: DNS records computed from Services and Endpoints. Pure.
+"""The cluster zone: answers to questions about the cluster's names. Pure.
 
 Records follow the Kubernetes DNS-based service discovery specification
-(schema 1.1.0): ``<svc>.<ns>.svc.<zone>`` A/AAAA, headless endpoint records,
-SRV for named ports, PTR for service and endpoint IPs, ExternalName CNAMEs
-and ``dns-version.<zone>`` TXT. :func:`build_zone` turns a snapshot of the
-informer caches into a :class:`Zone`; :meth:`Zone.resolve` answers one
-question. No I/O, no clocks: the same objects give the same answers.
-
-Records are kept as plain strings and tuples keyed by lowercase owner text
-(building a zone of 10,000 services must take milliseconds, not the seconds
-dnspython objects cost); RRsets are made only when a name is first asked for.
+(schema 1.1.0) as CoreDNS's ``kubernetes`` plugin answers it (what each
+object contributes: :mod:`shiftnet.dns.records`). :func:`build_zone` turns a
+snapshot of the informer caches into a :class:`Zone`; :meth:`Zone.resolve`
+answers one question. Besides the stored records, the zone answers pod
+records (:mod:`shiftnet.dns.podrecords`) and, when asked to, kube-dns
+wildcards (:mod:`shiftnet.dns.wildcards`) by computing them from the
+question. It is authoritative for the cluster domain and for the reverse
+zones of the service and pod networks. No I/O, no clocks: the same objects
+give the same answers.
 """
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import dns.name
 import dns.rcode
@@ -26,210 +25,56 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 from shiftnet.api import Endpoints, Service
-from shiftnet.dns.names import dns_label, is_dns1123_subdomain, is_port_name
-from shiftnet.errors import shorten
+from shiftnet.dns.addresses import Address, reverse_name
+from shiftnet.dns.podrecords import pod_name
+from shiftnet.dns.records import (
+    SCHEMA_VERSION,
+    Problem,
+    RData,
+    Records,
+    ZoneConfig,
+    collect,
+)
+from shiftnet.dns.wildcards import is_wildcard_query, matching_owners
 
-SCHEMA_VERSION = "1.1.0"
-TOLERATE_UNREADY = "service.alpha.kubernetes.io/tolerate-unready-endpoints"
-SRV_PRIORITY = 10  # values the specification's own example uses
-SRV_WEIGHT = 100
+__all__ = [
+    "SCHEMA_VERSION",
+    "Problem",
+    "Resolution",
+    "Zone",
+    "ZoneConfig",
+    "build_zone",
+    "reverse_name",
+]
+
 MAX_CNAME_CHAIN = 8
-MAX_NAME_TEXT = 254  # presentation form with the final dot: 255 octets on the wire
 
 IN = dns.rdataclass.IN
 A = dns.rdatatype.A
 AAAA = dns.rdatatype.AAAA
 ANY = dns.rdatatype.ANY
 CNAME = dns.rdatatype.CNAME
-NS = dns.rdatatype.NS
-PTR = dns.rdatatype.PTR
 SOA = dns.rdatatype.SOA
 SRV = dns.rdatatype.SRV
 TXT = dns.rdatatype.TXT
 
 Name = dns.name.Name
-# One record's data in presentation form: an address, a target name, a TXT
-# string, SRV (priority, weight, port, target) or the SOA fields.
-RData = str | tuple[int, int, int, str] | tuple[str, str, int, int, int, int, int]
-
-
-@dataclass(frozen=True)
-class ZoneConfig:
-    """What the operator chooses; everything else comes from the cluster."""
-
-    domain: str = "cluster.local"
-    ttl: int = 5
-    nameservers: tuple[str, ...] = ()  # A/AAAA of ns.dns.<zone>, the server's own address
-    headless_empty_nxdomain: bool = True  # CoreDNS and issue 7; the spec says NODATA
 
 
 @dataclass(frozen=True)
 class Resolution:
-    """The zone's answer to one question; the server turns it into a message."""
+    """The zone's answer to one question; the server turns it into a message.
+
+    ``chase`` is set when the answer ends in a CNAME to a name outside the
+    zone (an ExternalName) and the question was for addresses: the server
+    looks that name up through its upstreams and adds what it finds.
+    """
 
     rcode: int
     answer: tuple[dns.rrset.RRset, ...] = ()
     authority: tuple[dns.rrset.RRset, ...] = ()
     additional: tuple[dns.rrset.RRset, ...] = ()
-
-
-@dataclass(frozen=True)
-class Problem:
-    """An object (or part of one) left out of the zone, and why."""
-
-    kind: str
-    namespace: str
-    name: str
-    reason: str
-
-
-@dataclass
-class _Builder:
-    records: dict[str, dict[int, set[RData]]] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, owner: str, rdtype: int, rdata: RData) -> None:
-        if len(owner) > MAX_NAME_TEXT:
-            raise ValueError(f"name {owner[:40]}... is longer than 255 octets")
-        self.records.setdefault(owner, {}).setdefault(rdtype, set()).add(rdata)
-
-    def touch(self, owner: str) -> None:
-        """Make ``owner`` exist even without records (NODATA rather than NXDOMAIN)."""
-        if len(owner) > MAX_NAME_TEXT:
-            raise ValueError(f"name {owner[:40]}... is longer than 255 octets")
-        self.records.setdefault(owner, {})
-
-
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def reverse_name(ip: str | Address) -> str:
-    """``d.c.b.a.in-addr.arpa.`` (or the ip6.arpa nibble name) of an address."""
-    addr = ipaddress.ip_address(ip) if isinstance(ip, str) else ip
-    return addr.reverse_pointer + "."
-
-
-@functools.lru_cache(maxsize=65536)
-def _label(value: str) -> str:
-    """Validated once per distinct string: namespaces and port names repeat a lot."""
-    return dns_label(value).decode("ascii")
-
-
-def _address_type(addr: Address) -> int:
-    return A if addr.version == 4 else AAAA
-
-
-def _endpoint_label(addr: Address, hostname: str | None) -> str:
-    """The endpoint's hostname, or the dashed address as its system-assigned identifier."""
-    if hostname:
-        return _label(hostname)
-    return str(addr).replace(".", "-") if addr.version == 4 else addr.exploded.replace(":", "-")
-
-
-def _valid_ip(ip: str | None) -> Address | None:
-    if not ip:
-        return None
-    try:
-        return ipaddress.ip_address(ip)
-    except ValueError:
-        return None
-
-
-def _srv_port(name: str, number: int) -> bool:
-    """A named port gets an SRV record when its name and number fit one (the API
-    refuses others; the store may hold objects written around it)."""
-    return is_port_name(name) and 0 < number < 65536
-
-
-def _srv_owner(port_name: str, protocol: str, svc_name: str) -> str:
-    return f"_{_label(port_name)}._{_label(protocol.lower())}.{svc_name}"
-
-
-def _add_service(
-    b: _Builder, svc: Service, eps: Endpoints | None, cfg: ZoneConfig, origin: str
-) -> None:
-    ns, name = svc.metadata.namespace or "", svc.metadata.name
-    svc_name = f"{_label(name)}.{_label(ns)}.svc.{origin}"
-    spec = svc.spec
-
-    if spec.type == "ExternalName":
-        target = (spec.external_name or "").rstrip(".").lower()
-        if not is_dns1123_subdomain(target) or any(len(p) > 63 for p in target.split(".")):
-            raise ValueError(
-                f"spec.externalName {shorten(spec.external_name or '')!r} is not a DNS name "
-                "(a DNS-1123 subdomain of labels up to 63 characters)"
-            )
-        b.add(svc_name, CNAME, target + ".")
-        return
-
-    if spec.headless:
-        _add_headless(b, svc, svc_name, eps, cfg)
-        return
-
-    b.touch(svc_name)
-    ips = _cluster_ips(b, svc)
-    if not ips:
-        return
-    for ip in ips:  # a dual-stack Service has one of each family: A and AAAA
-        b.add(svc_name, _address_type(ip), str(ip))
-        b.add(reverse_name(ip), PTR, svc_name)
-    for port in spec.ports:
-        if port.name and _srv_port(port.name, port.port):
-            owner = _srv_owner(port.name, port.protocol, svc_name)
-            b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, svc_name))
-
-
-def _cluster_ips(b: _Builder, svc: Service) -> list[Address]:
-    """The Service's ClusterIPs (``spec.clusterIPs``, else ``spec.clusterIP``) that are
-    addresses; any other value is reported and left out."""
-    ns, name = svc.metadata.namespace or "", svc.metadata.name
-    out: list[Address] = []
-    for text in svc.spec.effective_cluster_ips:
-        ip = _valid_ip(text)
-        if ip is None:
-            b.problems.append(
-                Problem("Service", ns, name, f"spec.clusterIPs {text!r} is not an IP")
-            )
-        elif ip not in out:
-            out.append(ip)
-    return out
-
-
-def _add_headless(
-    b: _Builder, svc: Service, svc_name: str, eps: Endpoints | None, cfg: ZoneConfig
-) -> None:
-    ns, name = svc.metadata.namespace or "", svc.metadata.name
-    tolerate = svc.spec.publish_not_ready_addresses or (
-        svc.metadata.annotations.get(TOLERATE_UNREADY, "").lower() == "true"
-    )
-    any_ready = False
-    for subset in eps.subsets if eps else []:
-        addresses = list(subset.addresses)
-        if tolerate:
-            addresses += subset.not_ready_addresses
-        for addr in addresses:
-            ip = _valid_ip(addr.ip)
-            if ip is None:
-                b.problems.append(
-                    Problem("Endpoints", ns, name, f"address {addr.ip!r} is not an IP")
-                )
-                continue
-            try:
-                host = f"{_endpoint_label(ip, addr.hostname)}.{svc_name}"
-            except ValueError as exc:
-                b.problems.append(Problem("Endpoints", ns, name, f"hostname: {exc}"))
-                continue
-            any_ready = True
-            rdtype, text = _address_type(ip), str(ip)
-            b.add(svc_name, rdtype, text)
-            b.add(host, rdtype, text)
-            b.add(reverse_name(ip), PTR, host)
-            for port in subset.ports:
-                if port.name and _srv_port(port.name, port.port):
-                    owner = _srv_owner(port.name, port.protocol, svc_name)
-                    b.add(owner, SRV, (SRV_PRIORITY, SRV_WEIGHT, port.port, host))
-    if any_ready or not cfg.headless_empty_nxdomain:
-        b.touch(svc_name)
+    chase: Name | None = None
 
 
 def build_zone(
@@ -237,29 +82,35 @@ def build_zone(
     endpoints: Iterable[Endpoints],
     config: ZoneConfig,
     serial: int = 1,
+    *,
+    namespaces: Iterable[str] = (),
+    pods: Iterable[tuple[str, str]] = (),
+    networks: Iterable[str] = (),
 ) -> Zone:
-    """The zone for one snapshot of the cluster; invalid objects are skipped and reported."""
-    origin = ".".join(_label(p) for p in config.domain.lower().strip(".").split(".")) + "."
-    b = _Builder()
-    ns_host = f"ns.dns.{origin}"
-    soa = (ns_host, f"hostmaster.{origin}", serial & 0xFFFFFFFF, 7200, 1800, 86400, config.ttl)
-    b.add(origin, SOA, soa)
-    b.add(origin, NS, ns_host)
-    b.touch(ns_host)
-    for ns_ip in config.nameservers:
-        addr = ipaddress.ip_address(ns_ip)
-        b.add(ns_host, _address_type(addr), str(addr))
-    b.add(f"dns-version.{origin}", TXT, SCHEMA_VERSION)
-    b.touch(f"svc.{origin}")
+    """The zone for one snapshot of the cluster; invalid objects are skipped and reported.
 
-    eps_by_key = {e.key: e for e in endpoints}
-    for svc in sorted(services, key=lambda s: s.key):
+    ``namespaces``: the Namespace objects; ``pods``: (namespace, IP) of running
+    pods (used in ``verified`` pod mode); ``networks``: the service and pod
+    CIDRs whose reverse zones we serve.
+    """
+    c = collect(services, endpoints, config, serial, namespaces=namespaces, networks=networks)
+    pod_ips: set[tuple[str, Address]] = set()
+    for ns, ip in pods:
         try:
-            _add_service(b, svc, eps_by_key.get(svc.key), config, origin)
-        except ValueError as exc:
-            ns, name = svc.key
-            b.problems.append(Problem("Service", ns, name, str(exc)))
-    return Zone(origin, config.ttl, b.records, tuple(b.problems))
+            pod_ips.add((ns, ipaddress.ip_address(ip)))
+        except ValueError:
+            continue
+    return Zone(
+        c.origin,
+        config.ttl,
+        c.records,
+        tuple(c.problems),
+        reverse_origins=c.reverse_origins,
+        namespaces=frozenset(c.namespaces),
+        pod_mode=config.pod_mode,
+        pods=frozenset(pod_ips),
+        wildcards=config.wildcards,
+    )
 
 
 def _sort_key(rd: RData) -> tuple[int, str | tuple[int, int, int, str] | int]:
@@ -288,13 +139,27 @@ class Zone:
         self,
         origin: str,
         ttl: int,
-        records: dict[str, dict[int, set[RData]]],
+        records: Records,
         problems: tuple[Problem, ...] = (),
+        *,
+        reverse_origins: Iterable[str] = (),
+        namespaces: frozenset[str] = frozenset(),
+        pod_mode: str = "disabled",
+        pods: frozenset[tuple[str, Address]] = frozenset(),
+        wildcards: bool = False,
     ) -> None:
         self.origin_text = origin
         self.origin = dns.name.from_text(origin)
         self.ttl = ttl
         self.problems = problems
+        self.namespaces = namespaces
+        self.pod_mode = pod_mode
+        self.pods = pods
+        self.wildcards = wildcards
+        self._dot_origin = "." + origin
+        self._pod_suffix = ".pod." + origin
+        self._svc_suffix = "svc." + origin
+        self._reverse = frozenset(reverse_origins)
         self._records: dict[str, dict[int, tuple[RData, ...]]] = {
             owner: {
                 t: tuple(rds) if len(rds) == 1 else tuple(sorted(rds, key=_sort_key))
@@ -303,20 +168,28 @@ class Zone:
             for owner, by_type in records.items()
         }
         self._rrsets: dict[tuple[str, int], dns.rrset.RRset] = {}  # built on first use
-        suffix = "." + origin
+        self._exists = self._with_empty_non_terminals()
+        self._svc_names: list[str] | None = None  # for wildcards, listed on first use
+        self._negatives = {apex: self._negative_for(apex) for apex in (origin, *self._reverse)}
+
+    def _with_empty_non_terminals(self) -> set[str]:
+        """Every owner, and every name between an owner and its zone's apex."""
         exists = set(self._records)
         for owner in self._records:
-            if owner.endswith(suffix):
-                # empty non-terminals between the record and the apex exist too
-                rest = owner[: -len(suffix)]
-                while "." in rest:
-                    rest = rest.split(".", 1)[1]
-                    exists.add(rest + suffix)
-        self._exists = exists
-        soa = self._rrset(origin, SOA)
-        negative = dns.rrset.RRset(self.origin, IN, dns.rdatatype.SOA)
-        negative.add(soa[0], min(ttl, soa[0].minimum))  # RFC 2308 section 3
-        self._negative = (negative,)
+            apex = self._apex(owner)
+            if apex is None or owner == apex:
+                continue
+            rest = owner[: -len(apex) - 1]
+            while "." in rest:
+                rest = rest.split(".", 1)[1]
+                exists.add(f"{rest}.{apex}")
+        return exists
+
+    def _negative_for(self, apex: str) -> tuple[dns.rrset.RRset, ...]:
+        soa = self._rrset(apex, SOA)
+        negative = dns.rrset.RRset(dns.name.from_text(apex), IN, dns.rdatatype.SOA)
+        negative.add(soa[0], min(self.ttl, soa[0].minimum))  # RFC 2308 section 3
+        return (negative,)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._records.values())
@@ -328,26 +201,47 @@ class Zone:
     def records(self, owner: str) -> dict[int, tuple[RData, ...]]:
         return self._records.get(owner.lower(), {})
 
+    @property
+    def reverse_origins(self) -> list[str]:
+        return sorted(self._reverse)
+
     def _rrset(self, owner: str, rdtype: int) -> dns.rrset.RRset:
         key = (owner, rdtype)
         rrset = self._rrsets.get(key)
         if rrset is None:
-            rrset = dns.rrset.RRset(
-                dns.name.from_text(owner), IN, dns.rdatatype.RdataType.make(rdtype)
-            )
-            for rd in self._records[owner][rdtype]:
-                rrset.add(_rdata(rdtype, rd), self.ttl)
+            rrset = self._make_rrset(owner, rdtype, self._records[owner][rdtype])
             self._rrsets[key] = rrset
         return rrset
 
+    def _make_rrset(self, owner: str, rdtype: int, rds: Iterable[RData]) -> dns.rrset.RRset:
+        rrset = dns.rrset.RRset(dns.name.from_text(owner), IN, dns.rdatatype.RdataType.make(rdtype))
+        for rd in rds:
+            rrset.add(_rdata(rdtype, rd), self.ttl)
+        return rrset
+
+    def _apex(self, key: str) -> str | None:
+        """The apex of the zone of ours that holds ``key`` (the most specific), or None."""
+        if key == self.origin_text or key.endswith(self._dot_origin):
+            return self.origin_text
+        if self._reverse and key.endswith(".arpa."):
+            i = 0
+            while i < len(key):
+                if key[i:] in self._reverse:
+                    return key[i:]
+                i = key.find(".", i) + 1
+                if i == 0:
+                    break
+        return None
+
     def _owns(self, key: str) -> bool:
-        return (
-            key == self.origin_text or key.endswith("." + self.origin_text) or key in self._records
-        )
+        return key in self._records or self._apex(key) is not None
 
     def owns(self, qname: Name) -> bool:
-        """Is the question ours (the cluster zone, or a reverse name we hold)?"""
+        """Is the question ours (the cluster zone, our reverse zones, or a PTR we hold)?"""
         return self._owns(qname.to_text().lower())
+
+    def _negative(self, key: str) -> tuple[dns.rrset.RRset, ...]:
+        return self._negatives[self._apex(key) or self.origin_text]
 
     def resolve(self, qname: Name, qtype: int) -> Resolution | None:
         """The answer to ``qname``/``qtype``; None when the name is not ours to answer."""
@@ -358,29 +252,64 @@ class Zone:
         for _ in range(MAX_CNAME_CHAIN):
             found = self._records.get(key)
             if found is None:
-                rcode = dns.rcode.NOERROR if key in self._exists else dns.rcode.NXDOMAIN
-                return Resolution(rcode, tuple(answer), self._negative)
+                return self._computed(key, qtype, tuple(answer))
             if CNAME in found and qtype not in (CNAME, ANY):
                 answer.append(self._rrset(key, CNAME))
                 target = str(found[CNAME][0])
                 if not self._owns(target):
-                    return Resolution(dns.rcode.NOERROR, tuple(answer))
+                    chase = dns.name.from_text(target) if qtype in (A, AAAA) else None
+                    return Resolution(dns.rcode.NOERROR, tuple(answer), chase=chase)
                 key = target
                 continue
             types = sorted(found) if qtype == ANY else [qtype] if qtype in found else []
             if not types:
-                return Resolution(dns.rcode.NOERROR, tuple(answer), self._negative)
+                return Resolution(dns.rcode.NOERROR, tuple(answer), self._negative(key))
             hits = [self._rrset(key, t) for t in types]
-            return Resolution(dns.rcode.NOERROR, (*answer, *hits), (), self._additional(key, types))
+            extra = self._additional(found[SRV]) if SRV in types else ()
+            return Resolution(dns.rcode.NOERROR, (*answer, *hits), (), extra)
         return Resolution(dns.rcode.SERVFAIL, tuple(answer))  # a CNAME loop
 
-    def _additional(self, owner: str, types: list[int]) -> tuple[dns.rrset.RRset, ...]:
+    def _computed(self, key: str, qtype: int, answer: tuple[dns.rrset.RRset, ...]) -> Resolution:
+        """Names without stored records: pod records, wildcards, or nothing."""
+        if key.endswith(self._pod_suffix):
+            labels = key[: -len(self._pod_suffix)].split(".")
+            pod = pod_name(labels, self.pod_mode, self.namespaces, self.pods)
+            if pod.address is not None:
+                rdtype = A if pod.address.version == 4 else AAAA
+                if qtype in (rdtype, ANY):
+                    rrset = self._make_rrset(key, rdtype, [str(pod.address)])
+                    return Resolution(dns.rcode.NOERROR, (*answer, rrset))
+            rcode = dns.rcode.NOERROR if pod.exists else dns.rcode.NXDOMAIN
+            return Resolution(rcode, answer, self._negative(key))
+        if self.wildcards and is_wildcard_query(key, self._svc_suffix):
+            return self._wildcard(key, qtype, answer)
+        rcode = dns.rcode.NOERROR if key in self._exists else dns.rcode.NXDOMAIN
+        return Resolution(rcode, answer, self._negative(key))
+
+    def _wildcard(self, key: str, qtype: int, answer: tuple[dns.rrset.RRset, ...]) -> Resolution:
+        """The union of the records of every name ``key`` matches, owned by ``key``."""
+        if self._svc_names is None:
+            self._svc_names = [n for n in self._exists if n.endswith(self._svc_suffix)]
+        owners = matching_owners(key, self._svc_suffix, self._svc_names)
+        pattern = key[: -len(self._svc_suffix)].split(".")[:-1]
+        if not owners and not (len(pattern) == 2 and pattern[1] in self.namespaces):
+            return Resolution(dns.rcode.NXDOMAIN, answer, self._negative(key))
+        found: dict[int, set[RData]] = {}
+        for owner in owners:
+            for t, rds in self._records.get(owner, {}).items():
+                if t != CNAME and (qtype == ANY or t == qtype):
+                    found.setdefault(t, set()).update(rds)
+        if not found:
+            return Resolution(dns.rcode.NOERROR, answer, self._negative(key))
+        hits = [self._make_rrset(key, t, sorted(found[t], key=_sort_key)) for t in sorted(found)]
+        extra = self._additional(tuple(found[SRV])) if SRV in found else ()
+        return Resolution(dns.rcode.NOERROR, (*answer, *hits), (), extra)
+
+    def _additional(self, srvs: tuple[RData, ...]) -> tuple[dns.rrset.RRset, ...]:
         """Addresses of SRV targets, as the specification allows."""
-        if SRV not in types:
-            return ()
         extra: list[dns.rrset.RRset] = []
         seen: set[str] = set()
-        for rd in self._records[owner][SRV]:
+        for rd in sorted(srvs, key=_sort_key):
             target = str(rd[3]) if isinstance(rd, tuple) else ""
             if target in seen or target not in self._records:
                 continue

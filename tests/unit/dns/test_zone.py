@@ -73,7 +73,7 @@ def test_srv_for_named_ports_only_with_the_service_address_as_additional() -> No
     z = zone(WEB)
     res = resolve(z, "_http._tcp.web.default.svc.cluster.local.", T.SRV)
     assert texts(res) == [
-        "_http._tcp.web.default.svc.cluster.local. 5 SRV 10 100 80 web.default.svc.cluster.local."
+        "_http._tcp.web.default.svc.cluster.local. 5 SRV 0 100 80 web.default.svc.cluster.local."
     ]
     assert texts(res, "additional") == ["web.default.svc.cluster.local. 5 A 127.30.0.10"]
     # the unnamed port 9000 has no SRV; wrong protocol is no name at all
@@ -120,7 +120,7 @@ def test_nxdomain_and_nodata_are_told_apart() -> None:
     assert_nxdomain(resolve(z, "nope.default.svc.cluster.local.", T.A))
     assert_nxdomain(resolve(z, "web.other.svc.cluster.local.", T.A))
     assert_nxdomain(resolve(z, "x.web.default.svc.cluster.local.", T.A))
-    assert_nxdomain(resolve(z, "pod.cluster.local.", T.A))
+    assert_nxdomain(resolve(z, "x.pod.cluster.local.", T.A))  # no such namespace
     # existing name, other type
     assert_nodata(resolve(z, "web.default.svc.cluster.local.", T.MX))
     assert_nodata(resolve(z, "web.default.svc.cluster.local.", T.AAAA))
@@ -189,8 +189,8 @@ def test_headless_endpoint_hostnames_and_dashed_ids() -> None:
 def test_headless_srv_targets_each_endpoint_with_endpoint_port() -> None:
     res = resolve(zone(HL, HL_EPS), "_pg._tcp.db.default.svc.cluster.local.", T.SRV)
     assert sorted(rd.to_text() for rr in res.answer for rd in rr) == [
-        "10 100 15432 127-10-0-6.db.default.svc.cluster.local.",
-        "10 100 15432 db-0.db.default.svc.cluster.local.",
+        "0 50 15432 127-10-0-6.db.default.svc.cluster.local.",
+        "0 50 15432 db-0.db.default.svc.cluster.local.",
     ]
     assert len(texts(res, "additional")) == 2
 
@@ -221,8 +221,8 @@ def test_headless_without_ready_endpoints_can_be_nodata_per_spec() -> None:
 def test_headless_without_ready_endpoints_is_nxdomain_by_default_like_coredns() -> None:
     z = zone(HL)
     assert_nxdomain(resolve(z, "db.default.svc.cluster.local.", T.A))
-    # and the namespace node disappears with its only service
-    assert_nxdomain(resolve(z, "default.svc.cluster.local.", T.A))
+    # the namespace still exists: it holds a Service (CoreDNS: the Namespace exists)
+    assert_nodata(resolve(z, "default.svc.cluster.local.", T.A))
 
 
 def test_external_name_is_a_cname() -> None:
