@@ -28,7 +28,7 @@ server's SQLite file. Prints a table with a verdict against each goal and
 writes JSON.
 
     .venv/bin/python bench/apiserver.py            # full: 10,000 routes, 20 watchers
-    .venv/bin/python bench/apiserver.py --quick    # smoke run, about a minute
+    .venv/bin/python bench/apiserver.py --quick    # smoke run, about 10 s
 """
 
 from __future__ import annotations
