@@ -17,6 +17,7 @@ from shiftnet.api.apply_merge import for_create, merged_for_update
 from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, NotFound
 from shiftnet.master.clusterip import ClusterIPAllocator
+from shiftnet.master.service_families import ServiceNetworks
 
 Action = Literal["created", "configured", "unchanged"]
 
@@ -80,13 +81,13 @@ class ServiceIPCheck:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.network: str | None = None
+        self.network: ServiceNetworks | None = None
         self.known: list[Service] | None = None
 
     async def check(self, svc: Service) -> None:
         if self.known is None:
             cn = await self.client.try_get(ClusterNetwork, None, "default")
-            self.network = cn.service_network if cn is not None else None
+            self.network = ServiceNetworks.of(cn)
             self.known = await self.client.list(Service) if self.network else []
         if not self.network:
             return  # no master has run yet: it will report what it cannot honour

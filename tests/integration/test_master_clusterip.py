@@ -26,6 +26,7 @@ def only_written_straight_to_the_store(url: str) -> None:
     if url.startswith("kube://"):
         pytest.skip("the API server refuses this request itself; see the docstring")
 
+
 SMALL = MasterConfig.build(service_network="127.31.0.0/29")  # 6 usable addresses
 
 
@@ -156,6 +157,7 @@ async def test_reapply_without_ip_keeps_address_and_change_is_refused(store_url)
         ip = web.spec.cluster_ip
         # `apply` of the original manifest (no clusterIP) must not lose the address
         web.spec.cluster_ip = None
+        web.spec.cluster_ips = None
         await client.update(web)
         await eventually(
             lambda: client.get(Service, "default", "web"), lambda s: s.spec.cluster_ip == ip
@@ -166,6 +168,7 @@ async def test_reapply_without_ip_keeps_address_and_change_is_refused(store_url)
         # written anyway: the address is put back and the refusal stays on the Service
         web = await client.get(Service, "default", "web")
         web.spec.cluster_ip = "127.30.9.9"
+        web.spec.cluster_ips = ["127.30.9.9"]
         await client.update(web)
         refused = await eventually(
             lambda: client.get(Service, "default", "web"),

@@ -21,6 +21,7 @@ ENV = {
     "cluster_network": "SHIFTNET_CLUSTER_NETWORK",
     "host_subnet_length": "SHIFTNET_HOST_SUBNET_LENGTH",
     "service_network": "SHIFTNET_SERVICE_NETWORK",
+    "secondary_service_network": "SHIFTNET_SECONDARY_SERVICE_NETWORK",
 }
 
 
@@ -60,6 +61,13 @@ def register(subparsers: Any) -> None:
         f"mode, {sdn[2]} in sdn mode)",
     )
     p.add_argument(
+        "--secondary-service-network",
+        metavar="CIDR",
+        default=None,
+        help=f"a second ClusterIP range of the other family, for dual-stack Services "
+        f"(env {ENV['secondary_service_network']}; sdn mode only; default none)",
+    )
+    p.add_argument(
         "--no-scheduler",
         action="store_true",
         help="do not assign unscheduled pods to nodes",
@@ -94,6 +102,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Master
         cluster_network=pick("cluster_network"),
         host_subnet_length=hsl,
         service_network=pick("service_network"),
+        secondary_service_network=pick("secondary_service_network"),
         scheduler=not args.no_scheduler,
     )
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 
+from shiftnet.api import ClusterNetwork
 from shiftnet.client import Client
 from shiftnet.informer import Informers
 from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
 from shiftnet.master.config import MasterConfig
 from shiftnet.master.endpoints import EndpointsController
 from shiftnet.master.scheduler import Scheduler
+from shiftnet.master.service_families import SECONDARY_ANNOTATION
 from shiftnet.master.subnets import SubnetAllocator
 from shiftnet.store.base import Store
 
@@ -45,7 +47,11 @@ class Master:
         self.informers = informers or Informers(store)
         self.subnets = SubnetAllocator(self.client, self.informers, self.config)
         self.cluster_ips = ClusterIPAllocator(
-            self.client, self.informers, self.config.service_network, workers=self.config.workers
+            self.client,
+            self.informers,
+            self.config.service_network,
+            secondary_network=self.config.secondary_service_network,
+            workers=self.config.workers,
         )
         self.endpoints = EndpointsController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
@@ -57,6 +63,7 @@ class Master:
         cn = await self.subnets.ensure_cluster_network()
         if cn.service_network and cn.service_network != self.cluster_ips.range.cidr:
             self.cluster_ips.use_network(cn.service_network)
+        await self._record_secondary_network(cn)
         await self.informers.start()
         await self.subnets.start()
         await self.cluster_ips.start()
@@ -65,11 +72,34 @@ class Master:
             await self.scheduler.start()
         self._started = True
         log.info(
-            "master started mode=%s cluster_network=%s service_network=%s",
+            "master started mode=%s cluster_network=%s service_network=%s secondary=%s",
             self.config.network_mode,
             self.subnets.range.cidr,
             self.cluster_ips.range.cidr,
+            self.cluster_ips.secondary.cidr if self.cluster_ips.secondary else "none",
         )
+
+    async def _record_secondary_network(self, cn: ClusterNetwork) -> None:
+        """The second service network lives on ClusterNetwork ``default`` (an annotation:
+        OpenShift's type has one ``serviceNetwork``); once recorded, the stored one is kept."""
+        stored = cn.metadata.annotations.get(SECONDARY_ANNOTATION)
+        if stored:
+            self.cluster_ips.use_secondary_network(stored)
+            return
+        wanted = self.config.secondary_service_network
+        if not wanted:
+            return
+
+        def record(c: ClusterNetwork) -> ClusterNetwork:
+            c.metadata.annotations.setdefault(SECONDARY_ANNOTATION, wanted)
+            return c
+
+        written = await self.client.mutate(ClusterNetwork, None, cn.name, record)
+        if written is not None:
+            self.cluster_ips.use_secondary_network(
+                written.metadata.annotations.get(SECONDARY_ANNOTATION)
+            )
+        log.info("secondary service network recorded network=%s", wanted)
 
     async def stop(self) -> None:
         if self.scheduler is not None:

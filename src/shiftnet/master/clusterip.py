@@ -37,6 +37,13 @@ from shiftnet.errors import AllocationError, Conflict, InvalidAllocation, NotFou
 from shiftnet.informer import Informers
 from shiftnet.ipam import AlreadyAllocated, IPRange, NotInRange, RangeFull
 from shiftnet.master import metrics
+from shiftnet.master.service_families import (
+    FamilyPlan,
+    ServiceNetworks,
+    family_of,
+    plan_families,
+    requested_ips,
+)
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -53,15 +60,36 @@ def wants_cluster_ip(svc: Service) -> bool:
     return svc.spec.type != "ExternalName" and not svc.spec.headless
 
 
-def _invalid(svc: Service, ip: str, reason: str) -> str:
+def _field(index: int) -> str:
+    return "spec.clusterIP" if index == 0 else f"spec.clusterIPs[{index}]"
+
+
+def _invalid(svc: Service, ip: str, reason: str, index: int = 0) -> str:
     return (
-        f'Service "{svc.namespace}/{svc.name}" is invalid: spec.clusterIP: '
+        f'Service "{svc.namespace}/{svc.name}" is invalid: {_field(index)}: '
         f'Invalid value: "{ip}": {reason}'
     )
 
 
-def _refused(svc: Service, ip: str, reason: str) -> InvalidAllocation:
-    return InvalidAllocation(_invalid(svc, ip, reason), "spec.clusterIP", ip, reason)
+def _refused(svc: Service, ip: str, reason: str, index: int = 0) -> InvalidAllocation:
+    return InvalidAllocation(_invalid(svc, ip, reason, index), _field(index), ip, reason)
+
+
+def _networks(networks: str | ServiceNetworks) -> ServiceNetworks:
+    return networks if isinstance(networks, ServiceNetworks) else ServiceNetworks(networks)
+
+
+def _same_ip(a: str, b: str) -> bool:
+    return ipaddress.ip_address(a) == ipaddress.ip_address(b)
+
+
+def _write_ips(svc: Service, ips: list[str], plan: FamilyPlan | None) -> None:
+    """``clusterIP`` and ``clusterIPs`` always agree; families and policy when decided."""
+    svc.spec.cluster_ip = ips[0] if ips else None
+    svc.spec.cluster_ips = list(ips) if ips else None
+    if plan is not None:
+        svc.spec.ip_families = list(plan.families)
+        svc.spec.ip_family_policy = plan.policy
 
 
 def _set_error(svc: Service, message: str | None, requested: str | None) -> None:
@@ -75,13 +103,25 @@ def _set_error(svc: Service, message: str | None, requested: str | None) -> None
 
 class ClusterIPAllocator:
     def __init__(
-        self, client: Client, informers: Informers, service_network: str, *, workers: int = 8
+        self,
+        client: Client,
+        informers: Informers,
+        service_network: str,
+        *,
+        secondary_network: str | None = None,
+        workers: int = 8,
     ) -> None:
+        """``secondary_network``: a second service network of the other family, which
+        makes the cluster dual-stack (PreferDualStack and RequireDualStack get one
+        ClusterIP of each family)."""
         self.client = client
         self.range = IPRange.for_services(service_network)
+        self.secondary: IPRange | None = (
+            IPRange.for_services(secondary_network) if secondary_network else None
+        )
         self.informer = informers.informer(Service)
         self.informer.add_handler(self._on_event)
-        self._held: dict[Key, tuple[str, str | None]] = {}  # key -> (ip, uid)
+        self._held: dict[Key, tuple[tuple[str, ...], str | None]] = {}  # key -> (ips, uid)
         self._waiting: set[Key] = set()  # wait for an address to be released
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
             self._sync, workers=workers, name="clusterip"
@@ -92,43 +132,65 @@ class ClusterIPAllocator:
     # ------------------------------------------------------------ pure check for the CLI
 
     @staticmethod
-    def check_request(svc: Service, others: Iterable[Service], service_network: str) -> None:
-        """Raise AllocationError if ``svc`` cannot get a ClusterIP: the one it asks for is
-        taken, outside the range or a change of the one it holds; or, asking for none,
-        the range is full.
+    def check_request(
+        svc: Service, others: Iterable[Service], service_network: str | ServiceNetworks
+    ) -> None:
+        """Raise AllocationError if ``svc`` cannot get its ClusterIPs: one it asks for
+        is taken, outside its range or a change of one it holds; its families or
+        policy ask for what the cluster lacks (``RequireDualStack`` without a second
+        service network); or, asking for none, a range is full.
 
         ``others`` are the Services already stored (``svc`` itself, an update of a
         stored Service, is recognised by namespace/name).
         """
-        if not wants_cluster_ip(svc):
+        if svc.spec.type == "ExternalName":
             return
-        rng = IPRange.for_services(service_network)
-        ip = svc.spec.cluster_ip
-        if ip:
-            try:
-                rng.check(ip)
-            except AllocationError as exc:
-                raise _refused(svc, ip, str(exc)) from None
+        nets = _networks(service_network)
+        ranges = {fam: IPRange.for_services(cidr) for fam, cidr in nets.by_family.items()}
         holders: dict[str, Service] = {}
+        held: list[str] = []
         for o in others:
-            held = o.spec.cluster_ip if wants_cluster_ip(o) else None
-            if not held or not rng.contains(held):
+            if not wants_cluster_ip(o):
                 continue
-            if o.key == svc.key:
-                if ip and ipaddress.ip_address(held) != ipaddress.ip_address(ip):
-                    raise _refused(svc, ip, f"{IMMUTABLE} (the Service holds {held})")
-                return  # it keeps what it holds
-            holders[str(ipaddress.ip_address(held))] = o
-        if ip:
-            holder = holders.get(str(ipaddress.ip_address(ip)))
-            if holder is not None:
-                owner = f'Service "{holder.namespace}/{holder.name}"'
-                raise _refused(svc, ip, f"provided IP is already allocated (to {owner})")
-        elif len(holders) >= rng.capacity:
-            reason = f"failed to allocate a ClusterIP from {rng.cidr}: range is full"
-            raise InvalidAllocation(
-                f'Service "{svc.namespace}/{svc.name}": {reason}', "spec.clusterIP", None, reason
-            )
+            mine = o.key == svc.key
+            for ip in o.spec.effective_cluster_ips:
+                try:
+                    rng = ranges.get(family_of(ip))
+                except ValueError:
+                    continue
+                if rng is None or not rng.contains(ip):
+                    continue
+                if mine:
+                    held.append(str(ipaddress.ip_address(ip)))
+                else:
+                    holders[str(ipaddress.ip_address(ip))] = o
+        plan = plan_families(svc, nets, held)
+        if plan.headless:
+            return
+        held_by_family = {family_of(ip): ip for ip in held}
+        for i, family in enumerate(plan.families):
+            rng = ranges[family]
+            want = plan.requested[i] if i < len(plan.requested) else None
+            have = held_by_family.get(family)
+            if have is not None:
+                if want and not _same_ip(want, have):
+                    raise _refused(svc, want, f"{IMMUTABLE} (the Service holds {have})", i)
+                continue  # it keeps what it holds
+            if want:
+                try:
+                    rng.check(want)
+                except AllocationError as exc:
+                    raise _refused(svc, want, str(exc), i) from None
+                holder = holders.get(str(ipaddress.ip_address(want)))
+                if holder is not None:
+                    owner = f'Service "{holder.namespace}/{holder.name}"'
+                    reason = f"provided IP is already allocated (to {owner})"
+                    raise _refused(svc, want, reason, i)
+            elif sum(1 for ip in holders if rng.contains(ip)) >= rng.capacity:
+                reason = f"failed to allocate a ClusterIP from {rng.cidr}: range is full"
+                raise InvalidAllocation(
+                    f'Service "{svc.namespace}/{svc.name}": {reason}', _field(i), None, reason
+                )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -147,19 +209,67 @@ class ClusterIPAllocator:
         )
         self.range = stored
 
+    @property
+    def networks(self) -> ServiceNetworks:
+        return ServiceNetworks(self.range.cidr, self.secondary.cidr if self.secondary else None)
+
+    def use_secondary_network(self, cidr: str | None) -> None:
+        """Adopt the second service network ClusterNetwork ``default`` records (before
+        start): ClusterIPs handed out from it must stay valid."""
+        if not cidr:
+            return
+        try:
+            stored = IPRange.for_services(cidr)
+        except AllocationError as exc:
+            log.error("stored secondary service network unusable error=%s", exc)
+            return
+        if self.secondary is not None and self.secondary.cidr != stored.cidr:
+            log.warning(
+                "secondary service network setting ignored, the stored one is kept "
+                "stored=%s setting=%s",
+                stored.cidr,
+                self.secondary.cidr,
+            )
+        self.secondary = stored
+
+    def _family_range(self, family: str) -> IPRange | None:
+        for rng in (self.range, self.secondary):
+            if rng is not None and family_of(str(rng.network.network_address)) == family:
+                return rng
+        return None
+
+    def _range_for(self, ip: str) -> IPRange | None:
+        try:
+            return self._family_range(family_of(ip))
+        except ValueError:
+            return None
+
+    def _release_ips(self, ips: Iterable[str]) -> None:
+        for ip in ips:
+            rng = self._range_for(ip)
+            if rng is not None:
+                rng.release(ip)
+
     def rebuild(self) -> None:
         """Take every address the stored Services already hold; the oldest claim wins."""
         claims = [s for s in self.informer.list() if wants_cluster_ip(s) and s.spec.cluster_ip]
         claims.sort(key=lambda s: (s.metadata.creation_timestamp or "", s.key))
         self._held.clear()
         self.range.rebuild(())
+        if self.secondary is not None:
+            self.secondary.rebuild(())
         for s in claims:
-            ip = s.spec.cluster_ip or ""
-            try:
-                ip = self.range.allocate(ip)
-            except AllocationError:
-                continue  # the sync of this Service reports it
-            self._held[s.key] = (ip, s.metadata.uid)
+            kept: list[str] = []
+            for ip in s.spec.effective_cluster_ips:
+                rng = self._range_for(ip)
+                try:
+                    if rng is None:
+                        raise NotInRange(ip)
+                    kept.append(rng.allocate(ip))
+                except AllocationError:
+                    continue  # the sync of this Service reports it
+            if kept:
+                self._held[s.key] = (tuple(kept), s.metadata.uid)
         metrics.CLUSTER_IPS_ALLOCATED.set(self.range.used)
         metrics.CLUSTER_IPS_FREE.set(self.range.free)
         log.info(
@@ -194,8 +304,8 @@ class ClusterIPAllocator:
         if held is None or (uid is not None and held[1] is not None and held[1] != uid):
             return
         del self._held[key]
-        self.range.release(held[0])
-        log.info("cluster IP released service=%s/%s ip=%s", key[0], key[1], held[0])
+        self._release_ips(held[0])
+        log.info("cluster IP released service=%s/%s ips=%s", key[0], key[1], ",".join(held[0]))
         for k in sorted(self._waiting):  # someone may be waiting for exactly this address
             self.queue.add(k)
 
@@ -212,45 +322,79 @@ class ClusterIPAllocator:
         if held is not None and held[1] and svc.metadata.uid and held[1] != svc.metadata.uid:
             self._release(key, held[1])  # a new Service under an old name
             held = None
-        if not wants_cluster_ip(svc):
+        if svc.spec.type == "ExternalName":
             if held is not None:
                 self._release(key, None)
             _set_error(svc, None, None)
             return svc, None
-        wanted = svc.spec.cluster_ip or svc.metadata.annotations.get(REQUESTED_ANNOTATION)
-        if held is not None:
-            ip = held[0]
-            if wanted and wanted != ip and svc.spec.cluster_ip:
-                err = _invalid(svc, wanted, f"{IMMUTABLE} (the Service keeps {ip})")
-                svc.spec.cluster_ip = ip
-                _set_error(svc, err, None)
-                return svc, err
-            svc.spec.cluster_ip = ip
-            # a refused change stays reported until the Service is written again by its user
-            previous = svc.metadata.annotations.get(ERROR_ANNOTATION, "")
-            _set_error(svc, previous if IMMUTABLE in previous else None, None)
-            return svc, None
+        held_ips = list(held[0]) if held is not None else []
+        asked = svc.metadata.annotations.get(REQUESTED_ANNOTATION)
+        if asked and not held_ips and not requested_ips(svc):
+            svc.spec.cluster_ip = asked  # waits for the address an earlier attempt was refused
         try:
-            ip = self.range.allocate(wanted) if wanted else self.range.allocate_next()
-        except (AlreadyAllocated, RangeFull, NotInRange) as exc:
-            if not isinstance(exc, NotInRange):
-                self._waiting.add(key)
-            err = (
-                _invalid(svc, wanted, str(exc))
-                if wanted
-                else (
-                    f'Service "{svc.namespace}/{svc.name}": failed to allocate a ClusterIP '
-                    f"from {self.range.cidr}: {exc}"
+            plan = plan_families(svc, self.networks, held_ips)
+        except InvalidAllocation as exc:
+            wanted = requested_ips(svc)
+            _write_ips(svc, held_ips, None)  # what it holds keeps serving; nothing else does
+            _set_error(svc, str(exc), wanted[0] if wanted and not held_ips else None)
+            return svc, str(exc)
+        if plan.headless:
+            if held is not None:
+                self._release(key, None)
+            svc.spec.cluster_ip = svc.spec.cluster_ip or "None"
+            svc.spec.cluster_ips = ["None"]
+            svc.spec.ip_families = list(plan.families)
+            svc.spec.ip_family_policy = plan.policy
+            _set_error(svc, None, None)
+            return svc, None
+        requested = plan.requested
+        held_by_family = {family_of(ip): ip for ip in held_ips}
+        result: list[str] = []
+        taken: list[str] = []
+        refusal: str | None = None
+        for i, family in enumerate(plan.families):
+            want = requested[i] if i < len(requested) else None
+            have = held_by_family.get(family)
+            if have is not None:
+                if want and not _same_ip(want, have):
+                    refusal = _invalid(svc, want, f"{IMMUTABLE} (the Service keeps {have})", i)
+                result.append(have)
+                continue
+            rng = self._family_range(family)
+            if rng is None:  # plan_families offers only configured families
+                raise AllocationError(f"{family} is not configured on this cluster")
+            try:
+                ip = rng.allocate(want) if want else rng.allocate_next()
+            except (AlreadyAllocated, RangeFull, NotInRange) as exc:
+                self._release_ips(taken)
+                if not isinstance(exc, NotInRange):
+                    self._waiting.add(key)
+                err = (
+                    _invalid(svc, want, str(exc), i)
+                    if want
+                    else (
+                        f'Service "{svc.namespace}/{svc.name}": failed to allocate a ClusterIP '
+                        f"from {rng.cidr}: {exc}"
+                    )
                 )
-            )
-            svc.spec.cluster_ip = None
-            _set_error(svc, err, wanted or None)
-            return svc, err
+                kept = list(held_ips)
+                _write_ips(svc, kept, None)
+                _set_error(svc, err, (want or None) if i == 0 and not kept else None)
+                return svc, err
+            taken.append(ip)
+            result.append(ip)
         self._waiting.discard(key)
-        self._held[key] = (ip, svc.metadata.uid)
-        self.allocations += 1
-        svc.spec.cluster_ip = ip
-        _set_error(svc, None, None)
+        self._release_ips(ip for ip in held_ips if ip not in result)  # SingleStack gave one back
+        self._held[key] = (tuple(result), svc.metadata.uid)
+        if taken:
+            self.allocations += 1
+        _write_ips(svc, result, plan)
+        if refusal is not None:
+            _set_error(svc, refusal, None)
+            return svc, refusal
+        # a refused change stays reported until the Service is written again by its user
+        previous = svc.metadata.annotations.get(ERROR_ANNOTATION, "")
+        _set_error(svc, previous if IMMUTABLE in previous and not taken else None, None)
         return svc, None
 
     async def _sync(self, key: Key) -> None:
@@ -262,7 +406,8 @@ class ClusterIPAllocator:
             return  # already right (the common case: the event of our own write)
         # Write the decision over the cached version: one request when the cache
         # is current; the store refuses it (Conflict) when it is not.
-        outcome: dict[str, str | None] = {"error": err, "ip": preview.spec.cluster_ip}
+        shown = ",".join(preview.spec.cluster_ips or []) or None
+        outcome: dict[str, str | None] = {"error": err, "ip": shown}
         try:
             await self.client.update(preview)
             self._written(key, outcome)
@@ -278,7 +423,7 @@ class ClusterIPAllocator:
             before = svc.to_dict()
             svc, err = self._decide(svc)
             outcome["error"] = err
-            outcome["ip"] = svc.spec.cluster_ip
+            outcome["ip"] = ",".join(svc.spec.cluster_ips or []) or None
             outcome["changed"] = "yes" if svc.to_dict() != before else None
             return svc
 
@@ -319,10 +464,10 @@ async def check_service_request(client: Client, svc: Service) -> None:
     Uses the service network recorded in the ``default`` ClusterNetwork (written
     by the master); without one, nothing is checked (the master will report).
     """
-    if not wants_cluster_ip(svc):
+    if svc.spec.type == "ExternalName":
         return
-    cn = await client.try_get(ClusterNetwork, None, "default")
-    if cn is None or not cn.service_network:
+    networks = ServiceNetworks.of(await client.try_get(ClusterNetwork, None, "default"))
+    if networks is None:
         return
     others = await client.list(Service)
-    ClusterIPAllocator.check_request(svc, others, cn.service_network)
+    ClusterIPAllocator.check_request(svc, others, networks)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shiftnet.errors import AllocationError, ConfigError
-from shiftnet.ipam import IPRange, SubnetRange
+from shiftnet.ipam import IPNetwork, IPRange, SubnetRange
 
 NETWORK_MODES = ("local", "sdn")
 
@@ -34,6 +34,8 @@ class MasterConfig:
     cluster_network: str = DEFAULTS["local"][0]
     host_subnet_length: int = DEFAULTS["local"][1]
     service_network: str = DEFAULTS["local"][2]
+    # a second service network of the other family: dual-stack Services (sdn mode only)
+    secondary_service_network: str | None = None
     scheduler: bool = True  # assign unscheduled pods round robin over ready nodes
     workers: int = 8  # concurrent per-object syncs of each controller
 
@@ -45,6 +47,7 @@ class MasterConfig:
         cluster_network: str | None = None,
         host_subnet_length: int | None = None,
         service_network: str | None = None,
+        secondary_service_network: str | None = None,
         scheduler: bool = True,
         workers: int = 8,
     ) -> MasterConfig:
@@ -60,6 +63,7 @@ class MasterConfig:
             cluster_network=cluster_network or cn,
             host_subnet_length=hsl if host_subnet_length is None else host_subnet_length,
             service_network=service_network or sn,
+            secondary_service_network=secondary_service_network or None,
             scheduler=scheduler,
             workers=workers,
         )
@@ -83,5 +87,33 @@ class MasterConfig:
                 f"service network {service} overlaps cluster network {cluster}: "
                 "a ClusterIP could equal a pod IP"
             )
+        self._check_secondary(cluster, service)
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
+
+    def _check_secondary(self, cluster: IPNetwork, service: IPNetwork) -> None:
+        """The second service network: the other family, never in local mode (loopback
+        has one IPv6 address, ::1, so there is no IPv6 range to serve ClusterIPs on)."""
+        text = self.secondary_service_network
+        if not text:
+            return
+        if self.network_mode == "local":
+            raise ConfigError(
+                f"secondary service network {text}: local network mode serves ClusterIPs on "
+                "loopback, where IPv6 has the single address ::1; dual-stack Services need "
+                "--network-mode sdn"
+            )
+        try:
+            second = IPRange.for_services(text).network
+        except AllocationError as exc:
+            raise ConfigError(f"secondary service network setting is invalid: {exc}") from None
+        if second.version == service.version:
+            raise ConfigError(
+                f"secondary service network {second} is of the same family as the service "
+                f"network {service}: it must be IPv{6 if service.version == 4 else 4}"
+            )
+        if cluster.version == second.version and cluster.overlaps(second):
+            raise ConfigError(
+                f"secondary service network {second} overlaps cluster network {cluster}: "
+                "a ClusterIP could equal a pod IP"
+            )
