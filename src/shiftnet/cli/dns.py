@@ -11,6 +11,7 @@ from shiftnet.dns.config import (
     DEFAULT_DOMAIN,
     DEFAULT_LISTEN,
     DEFAULT_MAX_TCP_CONNECTIONS,
+    DEFAULT_POD_MODE,
     DEFAULT_TCP_IDLE_TIMEOUT,
     DNSConfig,
 )
@@ -59,6 +60,20 @@ def register(subparsers: Any) -> None:
         help="answer for a headless service without ready endpoints: nxdomain (CoreDNS, the "
         "default) or nodata (the Kubernetes DNS specification)",
     )
+    p.add_argument(
+        "--pods",
+        choices=("disabled", "insecure", "verified"),
+        help="pod records <a-b-c-d>.<ns>.pod.<domain>: insecure answers any address in a "
+        "namespace that exists, verified only a pod's own, disabled none (env "
+        f"SHIFTNET_DNS_PODS; default {DEFAULT_POD_MODE}, as Kubernetes configures CoreDNS)",
+    )
+    p.add_argument(
+        "--wildcards",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="answer kube-dns wildcard queries ('*' as the endpoint, service, namespace, port "
+        "or protocol label; env SHIFTNET_DNS_WILDCARDS; default off, as CoreDNS 1.9+)",
+    )
     p.set_defaults(func=run_server)
     sub = p.add_subparsers(dest="dns_command", metavar="[resolv-conf NAMESPACE]")
     rc = sub.add_parser(
@@ -94,6 +109,8 @@ def _config(args: argparse.Namespace) -> DNSConfig:
         headless_empty_nxdomain=getattr(args, "headless_empty", "nxdomain") == "nxdomain",
         tcp_idle_timeout=getattr(args, "tcp_idle_timeout", None),
         max_tcp_connections=getattr(args, "max_tcp_connections", None),
+        pod_mode=getattr(args, "pods", None),
+        wildcards=getattr(args, "wildcards", None),
     )
 
 

@@ -1,7 +1,8 @@
 """The cluster DNS as a ``shiftnet up`` component (``shiftnet.cluster.LocalCluster``).
 
 Settings come from ``ClusterConfig.extra["dns"]`` (keys ``listen``, ``domain``,
-``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``) and
+``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``, ``pods``,
+``wildcards``) and
 otherwise from the ``SHIFTNET_DNS_*`` environment, exactly as ``shiftnet dns``
 reads them.
 """
@@ -26,6 +27,8 @@ class DNSComponent:
             upstreams=opts.get("upstreams") or (),
             tcp_idle_timeout=opts.get("tcp_idle_timeout"),
             max_tcp_connections=opts.get("max_tcp_connections"),
+            pod_mode=opts.get("pods"),
+            wildcards=opts.get("wildcards"),
         )
         self.server = DNSServer(cluster.require_store(), self.config)
 

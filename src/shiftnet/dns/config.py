@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shiftnet.dns.names import is_dns1123_subdomain
+from shiftnet.dns.podrecords import POD_MODES
 from shiftnet.dns.upstream import parse_upstream
 from shiftnet.errors import ConfigError
 
@@ -21,6 +22,11 @@ DEFAULT_TTL = 5
 DEFAULT_TCP_IDLE_TIMEOUT = 10.0
 DEFAULT_MAX_TCP_CONNECTIONS = 256
 MAX_TCP_IDLE_TIMEOUT = 3600.0
+# The Corefile Kubernetes installs (kubeadm, the cluster add-on) says ``pods
+# insecure``; the CoreDNS plugin alone would say ``disabled``.
+DEFAULT_POD_MODE = "insecure"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -48,7 +54,10 @@ class DNSConfig:
     domain: str = DEFAULT_DOMAIN
     ttl: int = DEFAULT_TTL
     upstreams: tuple[tuple[str, int], ...] = ()
-    headless_empty_nxdomain: bool = True  # issue 7 and CoreDNS; the spec says NODATA
+    headless_empty_nxdomain: bool = True  # CoreDNS; the spec says NODATA
+    pod_mode: str = DEFAULT_POD_MODE  # pod records: disabled | insecure | verified
+    wildcards: bool = False  # kube-dns's "*" labels (CoreDNS removed them in 1.9)
+    chase_timeout: float = 2.0  # at most this long for an ExternalName's target upstream
     max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
     upstream_timeout: float = 2.0
     tcp_idle_timeout: float = DEFAULT_TCP_IDLE_TIMEOUT
@@ -67,6 +76,15 @@ class DNSConfig:
             raise ConfigError(
                 f"TCP idle timeout {self.tcp_idle_timeout:g} must be more than 0 and at most "
                 f"{MAX_TCP_IDLE_TIMEOUT:g} seconds"
+            )
+        if self.pod_mode not in POD_MODES:
+            raise ConfigError(
+                f"pod records mode {self.pod_mode!r} must be one of {', '.join(POD_MODES)}"
+            )
+        if not 0 < self.chase_timeout <= 60:
+            raise ConfigError(
+                f"ExternalName chase timeout {self.chase_timeout:g} must be more than 0 and at "
+                "most 60 seconds"
             )
         if not 1 <= self.max_tcp_connections <= 65535:
             raise ConfigError(
@@ -88,6 +106,8 @@ class DNSConfig:
         headless_empty_nxdomain: bool = True,
         tcp_idle_timeout: float | None = None,
         max_tcp_connections: int | None = None,
+        pod_mode: str | None = None,
+        wildcards: bool | None = None,
         env: Mapping[str, str] | None = None,
     ) -> DNSConfig:
         """Flags win over ``SHIFTNET_DNS_*`` environment variables, which win over defaults."""
@@ -111,6 +131,11 @@ class DNSConfig:
             if not text.isdigit():
                 raise ConfigError(f"SHIFTNET_DNS_MAX_TCP_CONNECTIONS {text!r} is not a number")
             max_tcp_connections = int(text)
+        if wildcards is None:
+            text = env.get("SHIFTNET_DNS_WILDCARDS", "").strip().lower()
+            if text not in _TRUE + _FALSE:
+                raise ConfigError(f"SHIFTNET_DNS_WILDCARDS {text!r} is not true or false")
+            wildcards = text in _TRUE
         if not upstreams and env.get("SHIFTNET_DNS_UPSTREAM"):
             upstreams = [u for u in env["SHIFTNET_DNS_UPSTREAM"].replace(",", " ").split() if u]
         return cls(
@@ -120,6 +145,8 @@ class DNSConfig:
             ttl=DEFAULT_TTL if ttl is None else ttl,
             upstreams=tuple(parse_upstream(u) for u in upstreams),
             headless_empty_nxdomain=headless_empty_nxdomain,
+            pod_mode=pod_mode or env.get("SHIFTNET_DNS_PODS") or DEFAULT_POD_MODE,
+            wildcards=wildcards,
             tcp_idle_timeout=(
                 DEFAULT_TCP_IDLE_TIMEOUT if tcp_idle_timeout is None else tcp_idle_timeout
             ),

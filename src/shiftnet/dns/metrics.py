@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 _COUNTERS = {
     "fast_answers": "Queries answered from memoised wire bytes",
     "forwarded": "Queries sent on to the upstream resolvers (cache hits included)",
+    "chased": "ExternalName answers whose target was looked up through the upstreams",
     "dropped": "Queries not answered (malformed beyond a header, responses, full buffers)",
     "internal_errors": "Queries that hit a bug in the server (each logged)",
     "zone_builds": "Times the cluster zone was rebuilt from the informer caches",

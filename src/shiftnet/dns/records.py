@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import dns.rdatatype
-from shiftnet.api import Endpoints, Service
+from shiftnet.api import ClusterNetwork, Endpoints, Service
 from shiftnet.dns.addresses import Address, dashed_label, reverse_name, reverse_zones
 from shiftnet.dns.names import dns_label, is_dns1123_subdomain, is_port_name
 from shiftnet.dns.podrecords import POD_MODES
@@ -337,3 +337,22 @@ def collect(
     for apex in reverse:
         _add_apex(b, apex, config, serial)
     return Collected(origin, b.records, b.problems, reverse, existing)
+
+
+# Where ``shiftnet master --secondary-service-network`` records the second
+# service network (the other IP family) on the ClusterNetwork object.
+SECONDARY_SERVICE_NETWORK = "shiftnet.io/secondary-service-network"
+
+
+def network_cidrs(cluster_networks: Iterable[ClusterNetwork]) -> list[str]:
+    """The service and pod networks a ClusterNetwork records, each once, in order."""
+    out: list[str] = []
+    for cn in cluster_networks:
+        found = [
+            cn.service_network,
+            cn.metadata.annotations.get(SECONDARY_SERVICE_NETWORK),
+            cn.network,
+            *(entry.cidr for entry in cn.cluster_networks),
+        ]
+        out.extend(c for c in found if c and c not in out)
+    return out

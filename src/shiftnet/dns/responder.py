@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dns.edns
 import dns.exception
@@ -44,6 +44,15 @@ class Forward:
     """The question is not ours: ask the upstreams, then answer ``query``."""
 
     query: dns.message.Message
+
+
+@dataclass(frozen=True)
+class Chase:
+    """Ours, ending in a CNAME out of the zone: look ``found.chase`` up upstream, then
+    answer ``query`` with ``found`` and what came back (:meth:`Responder.render_chased`)."""
+
+    query: dns.message.Message
+    found: Resolution
 
 
 def _question_end(data: bytes) -> int:
@@ -124,8 +133,13 @@ class Responder:
 
     # ------------------------------------------------------------ slow path
 
-    def respond(self, data: bytes, *, udp: bool) -> bytes | Forward | None:
-        """Response bytes, a :class:`Forward` for the upstreams, or None to drop silently."""
+    def respond(self, data: bytes, *, udp: bool) -> bytes | Forward | Chase | None:
+        """Response bytes, a :class:`Forward` or :class:`Chase` for the upstreams, or None
+        to drop silently.
+
+        A chased answer holds upstream data with its own TTLs, so it is never memoised;
+        without upstreams the CNAME alone is the answer, and that is.
+        """
         if len(data) < 12:
             return None  # not even a header: nothing to answer to
         if data[2] & 0x80:
@@ -152,6 +166,8 @@ class Responder:
             if self.forwarding:
                 return Forward(query)
             return self._reply_rcode(query, dns.rcode.REFUSED, udp)
+        if found.chase is not None and self.forwarding:
+            return Chase(query, found)
         wire = self.render(query, found, udp=udp)
         if udp:
             self._remember(data, wire)
@@ -166,6 +182,17 @@ class Responder:
         response.authority = list(found.authority)
         response.additional = list(found.additional)
         return self._to_wire(query, response, udp)
+
+    def render_chased(
+        self,
+        query: dns.message.Message,
+        found: Resolution,
+        upstream: tuple[dns.rrset.RRset, ...],
+        *,
+        udp: bool,
+    ) -> bytes:
+        """The zone's CNAME chain followed by the records the upstream gave for its end."""
+        return self.render(query, replace(found, answer=(*found.answer, *upstream)), udp=udp)
 
     def render_forwarded(
         self, query: dns.message.Message, upstream: UpstreamAnswer | None, *, udp: bool

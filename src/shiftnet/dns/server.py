@@ -1,6 +1,7 @@
 """The cluster DNS server: informers in, UDP and TCP answers out.
 
-Services and Endpoints arrive through the shared informers; every burst of
+Services, Endpoints, Namespaces and the ClusterNetwork (and Pods, when pod
+records are ``verified``) arrive through the shared informers; every burst of
 changes rebuilds the :class:`~shiftnet.dns.zone.Zone` once (coalesced) and
 swaps it into the :class:`~shiftnet.dns.responder.Responder`. The UDP socket
 is drained in a loop on each readiness event (one epoll wake-up serves many
@@ -18,13 +19,14 @@ import socket
 import time
 from typing import Any
 
-import dns.message
-from shiftnet.api import Endpoints, Service
+from shiftnet.api import ClusterNetwork, Endpoints, Namespace, Pod, Service
+from shiftnet.dns.chase import chase
 from shiftnet.dns.config import DNSConfig
-from shiftnet.dns.responder import Forward, Responder
+from shiftnet.dns.records import network_cidrs
+from shiftnet.dns.responder import Chase, Forward, Responder
 from shiftnet.dns.tcp_slots import TCPSlots
 from shiftnet.dns.upstream import Upstreams
-from shiftnet.dns.zone import Zone, ZoneConfig, build_zone
+from shiftnet.dns.zone import MAX_CNAME_CHAIN, Zone, ZoneConfig, build_zone
 from shiftnet.errors import ConfigError, shorten
 from shiftnet.informer import Informers
 from shiftnet.runner import CoalescingRunner
@@ -52,6 +54,8 @@ class DNSServer:
             ttl=self.config.ttl,
             nameservers=self._nameservers(),
             headless_empty_nxdomain=self.config.headless_empty_nxdomain,
+            pod_mode=self.config.pod_mode,
+            wildcards=self.config.wildcards,
         )
         self.upstreams = (
             Upstreams(self.config.upstreams, timeout=self.config.upstream_timeout)
@@ -71,6 +75,7 @@ class DNSServer:
             "tcp_queries": 0,
             "fast_answers": 0,
             "forwarded": 0,
+            "chased": 0,
             "dropped": 0,
             "internal_errors": 0,
             "zone_builds": 0,
@@ -104,10 +109,8 @@ class DNSServer:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        services = self.informers.informer(Service)
-        endpoints = self.informers.informer(Endpoints)
-        services.add_handler(self._changed)
-        endpoints.add_handler(self._changed)
+        for kind in self._kinds():
+            self.informers.informer(kind).add_handler(self._changed)
         await self.informers.start()
         await self._rebuild()
         await self.runner.start()
@@ -187,16 +190,38 @@ class DNSServer:
 
     # ------------------------------------------------------------ zone
 
+    def _kinds(self) -> list[type[Any]]:
+        """What the zone is made of; Pods only when pod records are checked against them."""
+        kinds: list[type[Any]] = [Service, Endpoints, Namespace, ClusterNetwork]
+        return [*kinds, Pod] if self.config.pod_mode == "verified" else kinds
+
     def _changed(self, _event: str, _old: object, _new: object) -> None:
         self.runner.kick()
 
+    def _pods(self) -> list[tuple[str, str]]:
+        """(namespace, IP) of every pod that has an address and is not terminating."""
+        if self.config.pod_mode != "verified":
+            return []
+        out = []
+        for pod in self.informers.informer(Pod).list():
+            if pod.metadata.deletion_timestamp or not pod.status.pod_ip:
+                continue
+            out.append((pod.metadata.namespace or "", pod.status.pod_ip))
+        return out
+
     async def _rebuild(self) -> None:
         """Recompute the zone from the informer caches and swap it in."""
-        services = self.informers.informer(Service)
-        endpoints = self.informers.informer(Endpoints)
         started = time.perf_counter()
-        serial = max(services.revision, endpoints.revision, 1)
-        zone = build_zone(services.list(), endpoints.list(), self.zone_config, serial=serial)
+        serial = max(max(self.informers.informer(k).revision for k in self._kinds()), 1)
+        zone = build_zone(
+            self.informers.informer(Service).list(),
+            self.informers.informer(Endpoints).list(),
+            self.zone_config,
+            serial=serial,
+            namespaces=[n.metadata.name for n in self.informers.informer(Namespace).list()],
+            pods=self._pods(),
+            networks=network_cidrs(self.informers.informer(ClusterNetwork).list()),
+        )
         self.responder.set_zone(zone)
         self.stats["zone_builds"] += 1
         for p in zone.problems:
@@ -257,8 +282,8 @@ class DNSServer:
 
     def _slow_udp(self, data: bytes, addr: Any) -> bytes | None:
         result = self.responder.respond(data, udp=True)
-        if isinstance(result, Forward):
-            self._forward(result.query, lambda wire: self._send_udp(wire, addr), udp=True)
+        if isinstance(result, (Forward, Chase)):
+            self._forward(result, lambda wire: self._send_udp(wire, addr), udp=True)
             return None
         if result is None:
             self.stats["dropped"] += 1
@@ -271,23 +296,40 @@ class DNSServer:
 
     # ------------------------------------------------------------ forwarding
 
-    def _forward(self, query: dns.message.Message, send: Any, *, udp: bool) -> None:
+    def _forward(self, work: Forward | Chase, send: Any, *, udp: bool) -> None:
         if self._forwards >= self.config.max_forwards_in_flight:
             self.stats["dropped"] += 1
             return
         assert self._loop is not None
-        task = self._loop.create_task(self._answer_forwarded(query, send, udp))
+        task = self._loop.create_task(self._answer_forwarded(work, send, udp))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer_forwarded(self, query: dns.message.Message, send: Any, udp: bool) -> None:
+    async def _upstream_answer(self, work: Forward | Chase, udp: bool) -> bytes:
+        """The response to a forwarded question, or to an ExternalName with its target chased."""
         assert self.upstreams is not None
-        self._forwards += 1
+        if isinstance(work, Chase):
+            self.stats["chased"] += 1
+            found = work.found
+            assert found.chase is not None
+            q = work.query.question[0]
+            extra = await chase(
+                self.upstreams,
+                found.chase,
+                q.rdtype,
+                timeout=self.config.chase_timeout,
+                links=MAX_CNAME_CHAIN - len(found.answer),
+            )
+            return self.responder.render_chased(work.query, found, extra, udp=udp)
         self.stats["forwarded"] += 1
+        q = work.query.question[0]
+        answer = await self.upstreams.resolve(q.name, q.rdtype, q.rdclass)
+        return self.responder.render_forwarded(work.query, answer, udp=udp)
+
+    async def _answer_forwarded(self, work: Forward | Chase, send: Any, udp: bool) -> None:
+        self._forwards += 1
         try:
-            q = query.question[0]
-            answer = await self.upstreams.resolve(q.name, q.rdtype, q.rdclass)
-            send(self.responder.render_forwarded(query, answer, udp=udp))
+            send(await self._upstream_answer(work, udp))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -343,10 +385,6 @@ class DNSServer:
 
     async def _answer_tcp(self, data: bytes) -> bytes | None:
         result = self.responder.respond(data, udp=False)
-        if not isinstance(result, Forward):
+        if not isinstance(result, (Forward, Chase)):
             return result
-        assert self.upstreams is not None
-        self.stats["forwarded"] += 1
-        q = result.query.question[0]
-        answer = await self.upstreams.resolve(q.name, q.rdtype, q.rdclass)
-        return self.responder.render_forwarded(result.query, answer, udp=False)
+        return await self._upstream_answer(result, udp=False)

@@ -79,7 +79,7 @@ CASES = [
     (
         [f"_http._tcp.web.default.{ZONE}", "SRV"],
         "NOERROR",
-        [f"_http._tcp.web.default.{ZONE}. 5 IN SRV 10 100 80 web.default.{ZONE}."],
+        [f"_http._tcp.web.default.{ZONE}. 5 IN SRV 0 100 80 web.default.{ZONE}."],
     ),
     (
         [f"db.default.{ZONE}", "A"],
@@ -91,8 +91,8 @@ CASES = [
         [f"_pg._tcp.db.default.{ZONE}", "SRV"],
         "NOERROR",
         [
-            f"_pg._tcp.db.default.{ZONE}. 5 IN SRV 10 100 5432 db-0.db.default.{ZONE}.",
-            f"_pg._tcp.db.default.{ZONE}. 5 IN SRV 10 100 5432 db-1.db.default.{ZONE}.",
+            f"_pg._tcp.db.default.{ZONE}. 5 IN SRV 0 50 5432 db-0.db.default.{ZONE}.",
+            f"_pg._tcp.db.default.{ZONE}. 5 IN SRV 0 50 5432 db-1.db.default.{ZONE}.",
         ],
     ),
     (

@@ -106,6 +106,7 @@ def test_metrics_collector_reads_the_server_counters() -> None:
             "tcp_queries": 2,
             "fast_answers": 5,
             "forwarded": 1,
+            "chased": 6,
             "dropped": 0,
             "internal_errors": 0,
             "zone_builds": 3,
@@ -120,6 +121,7 @@ def test_metrics_collector_reads_the_server_counters() -> None:
     assert 'shiftnet_dns_queries_total{transport="udp"} 7.0' in text
     assert "shiftnet_dns_zone_builds_total 3.0" in text
     assert "shiftnet_dns_tcp_evicted_total 4.0" in text
+    assert "shiftnet_dns_chased_total 6.0" in text
     assert "shiftnet_dns_zone_records 3.0" in text
 
 
