@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import logging
 import os
+import shutil
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -80,9 +81,22 @@ class PodContext:
     extra_env: Mapping[str, str] = field(default_factory=dict)  # e.g. the DNS search path
     # wraps argv so it runs inside the pod's network (sdn: ``ip netns exec``); None: as is
     command: Callable[[list[str]], list[str]] | None = None
+    # wraps argv so it sees the pod's resolv.conf, hosts and hostname (sdn/podetc.py)
+    etc: Callable[[list[str]], list[str]] | None = None
 
     def wrap(self, argv: list[str]) -> list[str]:
+        if argv and self.etc is not None:
+            argv = self.etc(argv)
         return self.command(argv) if self.command is not None and argv else argv
+
+
+def findable(program: str, env: Mapping[str, str], cwd: str) -> bool:
+    """Would exec find ``program``? A wrapped command that cannot be started must still
+    fail at spawn (reason StartError), not later inside the wrapper."""
+    if "/" in program:
+        path = os.path.join(cwd, program)
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
 
 
 class ContainerRunner:
@@ -281,8 +295,13 @@ class ContainerRunner:
             }
             self.exit_code = START_ERROR_EXIT
             return None
+        argv = (
+            self.ctx.wrap(self.argv)
+            if findable(self.argv[0], self.env, self.ctx.cwd)
+            else self.argv  # fails here with the real reason
+        )
         try:
-            proc = PodProcess.spawn(self.ctx.wrap(self.argv), self.env, self.ctx.cwd, self.log_path)
+            proc = PodProcess.spawn(argv, self.env, self.ctx.cwd, self.log_path)
         except OSError as err:
             message = f"cannot start {self.argv[0]!r}: {err.strerror or err}"
             log.warning(

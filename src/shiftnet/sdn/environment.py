@@ -48,10 +48,10 @@ def container_env(
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     env = {k: host_env[k] for k in HOST_VARIABLES if k in host_env}
+    env["HOSTNAME"] = pod_name  # the pod's hostname, when ``extra`` says it
     env.update(extra or {})
     env.update(
         {
-            "HOSTNAME": pod_name,
             "POD_NAME": pod_name,
             "POD_NAMESPACE": namespace,
             "POD_IP": pod_ip,

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from shiftnet.api import Pod
 from shiftnet.api.core import PodStatus
-from shiftnet.dns.resolvconf import write_pod_resolv_conf
 from shiftnet.errors import InvalidObject
 from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.container import ContainerRunner, PodContext, now_rfc3339
 from shiftnet.sdn.pidfiles import ContainerRecord
+from shiftnet.sdn.podfiles import pod_files
 from shiftnet.sdn.podstatus import ContainerView, build_pod_status
 from shiftnet.sdn.workdir import WORKDIR_ANNOTATION
 
@@ -131,11 +131,7 @@ class PodRunner:
         self._ready = bool(hints) and all(hints.get(c.name, False) for c in pod.spec.containers)
         self._ready_since = (_ready_transition(pod) if hints else None) or self.start_time
         self._on_change = on_change
-        dns_env: dict[str, str] = {}
-        if config.dns_server is not None:
-            dns_env = write_pod_resolv_conf(
-                str(config.state_dir), self.namespace, config.dns_server, config.cluster_domain
-            )
+        dns_env, etc = pod_files(pod, pod_ip, config, self.pod_dir)
         self.containers: list[ContainerRunner] = []
         for c in pod.spec.containers:
             checked_part(c.name, "spec.containers[].name")
@@ -157,6 +153,7 @@ class PodRunner:
                 backoff_reset=config.backoff_reset,
                 extra_env=dns_env,
                 command=_bound(command, self.namespace, self.name),
+                etc=etc,
             )
             record = adopt.get(c.name)
             self.containers.append(
