@@ -4,8 +4,9 @@
 One run: a tmp SQLite store gets N ClusterIP services (with named ports) and
 their Endpoints; ``shiftnet dns`` serves them; Unbound serves the same names
 from a static ``local-zone``. Each server is pinned to one core, dnsperf to
-the other, and asked the service A names (answers) and names that do not
-exist (NXDOMAIN). Prints a table and writes JSON.
+the other, and asked the service A names (answers), SRV at the service names,
+PTR of the ClusterIPs, pod records (``a-b-c-d.<ns>.pod.<zone>``) and names
+that do not exist (NXDOMAIN). Prints a table and writes JSON.
 
     .venv/bin/python bench/dns_qps.py [--services 1000] [--seconds 10] [--rounds 2] [--json PATH]
 """
@@ -106,6 +107,15 @@ def wait_dns(port: int, timeout: float = 20.0) -> None:
     raise RuntimeError(f"no DNS server answered on 127.0.0.1:{port}")
 
 
+def pod_ip(cluster_ip: str) -> str:
+    """A pod address per service (127.30.x.y -> 127.10.x.y), for the pod-record names."""
+    return cluster_ip.replace("127.30.", "127.10.", 1)
+
+
+def reverse(ip: str) -> str:
+    return ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
+
+
 def unbound_conf(tmp: Path, port: int, svcs: list[tuple[str, str, str]]) -> Path:
     lines = [
         "server:",
@@ -127,7 +137,12 @@ def unbound_conf(tmp: Path, port: int, svcs: list[tuple[str, str, str]]) -> Path
         f'  local-zone: "{DOMAIN}." static',
     ]
     for ns, name, ip in svcs:
-        lines.append(f'  local-data: "{name}.{ns}.svc.{DOMAIN}. 5 IN A {ip}"')
+        fqdn = f"{name}.{ns}.svc.{DOMAIN}."
+        lines.append(f'  local-data: "{fqdn} 5 IN A {ip}"')
+        lines.append(f'  local-data: "{fqdn} 5 IN SRV 0 100 80 {fqdn}"')
+        lines.append(f'  local-data-ptr: "{ip} 5 {fqdn}"')
+        pod = pod_ip(ip)
+        lines.append(f'  local-data: "{pod.replace(".", "-")}.{ns}.pod.{DOMAIN}. 5 IN A {pod}"')
     lines += ["remote-control:", "  control-enable: no"]
     path = tmp / "unbound.conf"
     path.write_text("\n".join(lines) + "\n")
@@ -185,11 +200,22 @@ def write_queries(
     """Workload label -> (dnsperf data file, extra dnsperf flags)."""
     names = tmp / "names.txt"
     names.write_text("".join(f"{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
+    srv = tmp / "srv.txt"
+    srv.write_text("".join(f"{n}.{ns}.svc.{DOMAIN} SRV\n" for ns, n, _ in svcs))
+    ptr = tmp / "ptr.txt"
+    ptr.write_text("".join(f"{reverse(ip)} PTR\n" for _, _, ip in svcs))
+    pods = tmp / "pods.txt"
+    pods.write_text(
+        "".join(f"{pod_ip(ip).replace('.', '-')}.{ns}.pod.{DOMAIN} A\n" for ns, _, ip in svcs)
+    )
     nx = tmp / "nxdomain.txt"
     nx.write_text("".join(f"missing-{n}.{ns}.svc.{DOMAIN} A\n" for ns, n, _ in svcs))
     return {
         "cluster names (A)": (names, ()),
         "cluster names, EDNS": (names, ("-e",)),
+        "SRV (service name)": (srv, ()),
+        "PTR (ClusterIP)": (ptr, ()),
+        "pod records (A)": (pods, ()),
         "NXDOMAIN": (nx, ()),
     }
 
@@ -260,7 +286,8 @@ def main() -> int:
     header += f" {'shiftnet lat ms':>16} {'unbound lat ms':>15}"
     print(
         f"dnsperf, {args.services} services, best of {args.rounds} x {args.seconds}s, "
-        "each server pinned to one core, dnsperf to another"
+        "each server pinned to one core, dnsperf to another; "
+        f"load average before: {load_before[0]:.2f}"
     )
     print(header)
     print("-" * len(header))
