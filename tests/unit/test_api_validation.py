@@ -321,7 +321,7 @@ ROUTE_CASES = [
         "edge caCertificate holds only a key",
         tls("edge", caCertificate=key_pem(_CA.key)),
         'spec.tls.caCertificate: Invalid value: "redacted ca certificate data": '
-        "no PEM certificate found (expected -----BEGIN CERTIFICATE-----)",
+        "holds a private key; this field takes certificates only",
     ),
     Case(
         "reencrypt destination CA not PEM",
