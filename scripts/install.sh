@@ -35,6 +35,9 @@ missing_packages() {
     status="$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
     [[ "$status" == "installed" ]] || printf '%s\n' "$p"
   done
+  # The tests drive the real kubectl; a machine without one gets Debian's (an older
+  # client, but one that speaks the same API).
+  command -v kubectl >/dev/null || printf '%s\n' kubernetes-client
 }
 
 install_debian_packages() {
