@@ -13,6 +13,8 @@ from shiftnet.dns.config import (
     DEFAULT_MAX_TCP_CONNECTIONS,
     DEFAULT_POD_MODE,
     DEFAULT_TCP_IDLE_TIMEOUT,
+    NODATA_OR_CNAME,
+    NXDOMAIN_OR_NODATA,
     DNSConfig,
 )
 from shiftnet.dns.resolvconf import render_resolv_conf
@@ -55,10 +57,23 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--headless-empty",
-        choices=("nodata", "nxdomain"),
-        default="nxdomain",
+        choices=NXDOMAIN_OR_NODATA,
         help="answer for a headless service without ready endpoints: nxdomain (CoreDNS, the "
-        "default) or nodata (the Kubernetes DNS specification)",
+        "default) or nodata (the Kubernetes DNS specification); env SHIFTNET_DNS_HEADLESS_EMPTY",
+    )
+    p.add_argument(
+        "--empty-non-terminal",
+        choices=NXDOMAIN_OR_NODATA,
+        help="answer for a name with only names below it (_tcp.<svc>..., 0.3.10.in-addr.arpa): "
+        "nxdomain (CoreDNS, the default) or nodata (RFC 8020); env "
+        "SHIFTNET_DNS_EMPTY_NON_TERMINAL",
+    )
+    p.add_argument(
+        "--externalname-other",
+        choices=NODATA_OR_CNAME,
+        help="answer for an ExternalName asked for a type other than A, AAAA or CNAME: nodata "
+        "(CoreDNS, the default) or cname (RFC 1034: the client follows it); env "
+        "SHIFTNET_DNS_EXTERNALNAME_OTHER",
     )
     p.add_argument(
         "--pods",
@@ -106,7 +121,9 @@ def _config(args: argparse.Namespace) -> DNSConfig:
         domain=getattr(args, "domain", None),
         ttl=getattr(args, "ttl", None),
         upstreams=getattr(args, "upstream", []),
-        headless_empty_nxdomain=getattr(args, "headless_empty", "nxdomain") == "nxdomain",
+        headless_empty=getattr(args, "headless_empty", None),
+        empty_non_terminal=getattr(args, "empty_non_terminal", None),
+        externalname_other=getattr(args, "externalname_other", None),
         tcp_idle_timeout=getattr(args, "tcp_idle_timeout", None),
         max_tcp_connections=getattr(args, "max_tcp_connections", None),
         pod_mode=getattr(args, "pods", None),

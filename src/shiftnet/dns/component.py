@@ -2,8 +2,8 @@
 
 Settings come from ``ClusterConfig.extra["dns"]`` (keys ``listen``, ``domain``,
 ``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``, ``pods``,
-``wildcards``) and
-otherwise from the ``SHIFTNET_DNS_*`` environment, exactly as ``shiftnet dns``
+``wildcards``, ``headless_empty``, ``empty_non_terminal``, ``externalname_other``)
+and otherwise from the ``SHIFTNET_DNS_*`` environment, exactly as ``shiftnet dns``
 reads them.
 """
 
@@ -29,6 +29,9 @@ class DNSComponent:
             max_tcp_connections=opts.get("max_tcp_connections"),
             pod_mode=opts.get("pods"),
             wildcards=opts.get("wildcards"),
+            headless_empty=opts.get("headless_empty"),
+            empty_non_terminal=opts.get("empty_non_terminal"),
+            externalname_other=opts.get("externalname_other"),
         )
         self.server = DNSServer(cluster.require_store(), self.config)
 

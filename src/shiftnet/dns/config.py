@@ -27,6 +27,22 @@ MAX_TCP_IDLE_TIMEOUT = 3600.0
 DEFAULT_POD_MODE = "insecure"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
+# The answers a two-way setting chooses between; the first is CoreDNS's, the default.
+NXDOMAIN_OR_NODATA = ("nxdomain", "nodata")
+NODATA_OR_CNAME = ("nodata", "cname")
+
+
+def _choice(
+    given: str | None, env: Mapping[str, str], variable: str, values: tuple[str, str]
+) -> str:
+    """The flag's word, else the environment's, else the first of ``values``; checked."""
+    text = (given if given is not None else env.get(variable, "")).strip().lower() or values[0]
+    if text not in values:
+        flag = "--" + variable.removeprefix("SHIFTNET_DNS_").lower().replace("_", "-")
+        raise ConfigError(
+            f"{flag} {text!r} must be {values[0]} or {values[1]} (environment {variable})"
+        )
+    return text
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -57,6 +73,8 @@ class DNSConfig:
     headless_empty_nxdomain: bool = True  # CoreDNS; the spec says NODATA
     pod_mode: str = DEFAULT_POD_MODE  # pod records: disabled | insecure | verified
     wildcards: bool = False  # kube-dns's "*" labels (CoreDNS removed them in 1.9)
+    empty_non_terminal_nxdomain: bool = True  # CoreDNS; RFC 8020 says NODATA
+    externalname_other_cname: bool = False  # CoreDNS: NODATA; RFC 1034: the CNAME
     chase_timeout: float = 2.0  # at most this long for an ExternalName's target upstream
     max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
     upstream_timeout: float = 2.0
@@ -103,7 +121,9 @@ class DNSConfig:
         domain: str | None = None,
         ttl: int | None = None,
         upstreams: Sequence[str] = (),
-        headless_empty_nxdomain: bool = True,
+        headless_empty: str | None = None,
+        empty_non_terminal: str | None = None,
+        externalname_other: str | None = None,
         tcp_idle_timeout: float | None = None,
         max_tcp_connections: int | None = None,
         pod_mode: str | None = None,
@@ -136,6 +156,11 @@ class DNSConfig:
             if text not in _TRUE + _FALSE:
                 raise ConfigError(f"SHIFTNET_DNS_WILDCARDS {text!r} is not true or false")
             wildcards = text in _TRUE
+        headless = _choice(headless_empty, env, "SHIFTNET_DNS_HEADLESS_EMPTY", NXDOMAIN_OR_NODATA)
+        ent = _choice(
+            empty_non_terminal, env, "SHIFTNET_DNS_EMPTY_NON_TERMINAL", NXDOMAIN_OR_NODATA
+        )
+        alias = _choice(externalname_other, env, "SHIFTNET_DNS_EXTERNALNAME_OTHER", NODATA_OR_CNAME)
         if not upstreams and env.get("SHIFTNET_DNS_UPSTREAM"):
             upstreams = [u for u in env["SHIFTNET_DNS_UPSTREAM"].replace(",", " ").split() if u]
         return cls(
@@ -144,7 +169,9 @@ class DNSConfig:
             domain=domain or env.get("SHIFTNET_DNS_DOMAIN") or DEFAULT_DOMAIN,
             ttl=DEFAULT_TTL if ttl is None else ttl,
             upstreams=tuple(parse_upstream(u) for u in upstreams),
-            headless_empty_nxdomain=headless_empty_nxdomain,
+            headless_empty_nxdomain=headless == "nxdomain",
+            empty_non_terminal_nxdomain=ent == "nxdomain",
+            externalname_other_cname=alias == "cname",
             pod_mode=pod_mode or env.get("SHIFTNET_DNS_PODS") or DEFAULT_POD_MODE,
             wildcards=wildcards,
             tcp_idle_timeout=(

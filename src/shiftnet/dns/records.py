@@ -67,6 +67,11 @@ class ZoneConfig:
     headless_empty_nxdomain: bool = True  # CoreDNS; the specification says NODATA
     pod_mode: str = "insecure"  # disabled | insecure | verified (CoreDNS's ``pods``)
     wildcards: bool = False  # kube-dns's ``*`` labels; CoreDNS dropped them in 1.9
+    # CoreDNS: names with only children below them are NXDOMAIN; RFC 8020 says NODATA
+    empty_non_terminal_nxdomain: bool = True
+    # CoreDNS: an ExternalName asked for a type other than A/AAAA/CNAME is NODATA;
+    # RFC 1034 would answer the CNAME and let the client's resolver follow it
+    externalname_other_cname: bool = False
 
     def __post_init__(self) -> None:
         if self.pod_mode not in POD_MODES:

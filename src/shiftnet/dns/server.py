@@ -56,6 +56,8 @@ class DNSServer:
             headless_empty_nxdomain=self.config.headless_empty_nxdomain,
             pod_mode=self.config.pod_mode,
             wildcards=self.config.wildcards,
+            empty_non_terminal_nxdomain=self.config.empty_non_terminal_nxdomain,
+            externalname_other_cname=self.config.externalname_other_cname,
         )
         self.upstreams = (
             Upstreams(self.config.upstreams, timeout=self.config.upstream_timeout)

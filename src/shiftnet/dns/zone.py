@@ -110,6 +110,8 @@ def build_zone(
         pod_mode=config.pod_mode,
         pods=frozenset(pod_ips),
         wildcards=config.wildcards,
+        empty_non_terminals=not config.empty_non_terminal_nxdomain,
+        externalname_other_cname=config.externalname_other_cname,
     )
 
 
@@ -147,7 +149,13 @@ class Zone:
         pod_mode: str = "disabled",
         pods: frozenset[tuple[str, Address]] = frozenset(),
         wildcards: bool = False,
+        empty_non_terminals: bool = False,
+        externalname_other_cname: bool = False,
     ) -> None:
+        """``empty_non_terminals``: names with only children below them exist (RFC 8020)
+        rather than being NXDOMAIN (CoreDNS); ``externalname_other_cname``: an ExternalName
+        asked for another type than A/AAAA/CNAME answers the CNAME (RFC 1034) rather than
+        NODATA (CoreDNS)."""
         self.origin_text = origin
         self.origin = dns.name.from_text(origin)
         self.ttl = ttl
@@ -156,6 +164,7 @@ class Zone:
         self.pod_mode = pod_mode
         self.pods = pods
         self.wildcards = wildcards
+        self.externalname_other_cname = externalname_other_cname
         self._dot_origin = "." + origin
         self._pod_suffix = ".pod." + origin
         self._svc_suffix = "svc." + origin
@@ -168,7 +177,7 @@ class Zone:
             for owner, by_type in records.items()
         }
         self._rrsets: dict[tuple[str, int], dns.rrset.RRset] = {}  # built on first use
-        self._exists = self._with_empty_non_terminals()
+        self._exists = self._with_empty_non_terminals() if empty_non_terminals else set(records)
         self._svc_names: list[str] | None = None  # for wildcards, listed on first use
         self._negatives = {apex: self._negative_for(apex) for apex in (origin, *self._reverse)}
 
@@ -253,7 +262,12 @@ class Zone:
             found = self._records.get(key)
             if found is None:
                 return self._computed(key, qtype, tuple(answer))
-            if CNAME in found and qtype not in (CNAME, ANY):
+            if CNAME in found and qtype != CNAME:
+                if qtype not in (A, AAAA) and not self.externalname_other_cname:
+                    # CoreDNS: an alias answers only addresses and itself
+                    return Resolution(dns.rcode.NOERROR, tuple(answer), self._negative(key))
+                if qtype == ANY:
+                    return Resolution(dns.rcode.NOERROR, (*answer, self._rrset(key, CNAME)))
                 answer.append(self._rrset(key, CNAME))
                 target = str(found[CNAME][0])
                 if not self._owns(target):

@@ -76,13 +76,25 @@ def test_bad_input_is_one_sentence_and_non_zero(
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_bad_answer_choice_in_the_environment_is_one_sentence(tmp_path: Path) -> None:
+    env = {"SHIFTNET_DNS_EXTERNALNAME_OTHER": "srv"}
+    r = shiftnet(tmp_path, "dns", "--listen", "127.0.0.1:0", env=env)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "error: --externalname-other 'srv' must be nodata or cname "
+        "(environment SHIFTNET_DNS_EXTERNALNAME_OTHER)"
+    ]
+    r = shiftnet(tmp_path, "dns", "--empty-non-terminal", "maybe", "--listen", "127.0.0.1:0")
+    assert r.returncode != 0 and "invalid choice: 'maybe'" in r.stderr
+
+
 def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     port = free_udp_tcp_port()
     env = dict(os.environ, SHIFTNET_HOME=str(tmp_path))
     env.pop("SHIFTNET_STORE", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "shiftnet.cli.main", "-v", "dns", "--listen", f"127.0.0.1:{port}",
-         "--ttl", "17", "--domain", "corp.example"],
+         "--ttl", "17", "--domain", "corp.example", "--empty-non-terminal", "nodata"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -97,6 +109,12 @@ def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             if " IN TXT " in " ".join(out.split()):
                 break
             time.sleep(0.2)
+        # the flag reached the zone: dns.<zone> (above ns.dns.<zone>) is NODATA, not NXDOMAIN
+        ent = subprocess.run(
+            ["dig", "@127.0.0.1", "-p", str(port), "+time=1", "+tries=1", "dns.corp.example"],
+            capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        assert "status: NOERROR" in ent, ent
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=15)

@@ -68,7 +68,11 @@ async def populate(c: Cluster) -> None:
             ports=[{"name": "https", "port": 443}],
         )
     )
+    await c.client.create(
+        service("alias", cluster_ip=None, type="ExternalName", externalName=f"web.default.{SVC}")
+    )
     await c.until(f"my-pet.headless.default.{SVC}", "A", lambda m: bool(m.answer), within=5)
+    await c.until(f"alias.default.{SVC}", "CNAME", lambda m: bool(m.answer), within=5)
     await c.until("3.10.in-addr.arpa", "SOA", lambda m: bool(m.answer), within=5)
     await c.until(f"empty.{SVC}", "A", lambda m: m.rcode() == dns.rcode.NOERROR, within=5)
 
@@ -178,7 +182,19 @@ CASES: list[tuple[str, str, str, list[str], list[str], str | None]] = [
     # authoritative for the reverse zones of the networks: NXDOMAIN with that zone's SOA
     ("99.0.3.10.in-addr.arpa", "PTR", "NXDOMAIN", [], [], "3.10.in-addr.arpa"),
     ("7.7.98.10.in-addr.arpa", "PTR", "NXDOMAIN", [], [], "98.10.in-addr.arpa"),
-    ("0.3.10.in-addr.arpa", "PTR", "NOERROR", [], [], "3.10.in-addr.arpa"),
+    # names with only names below them: NXDOMAIN, as CoreDNS answers them
+    ("0.3.10.in-addr.arpa", "PTR", "NXDOMAIN", [], [], "3.10.in-addr.arpa"),
+    (f"_tcp.headless.default.{SVC}", "SRV", "NXDOMAIN", [], [], Z),
+    # an ExternalName answers addresses and CNAME only: SRV is NODATA, as in CoreDNS
+    (f"alias.default.{SVC}", "SRV", "NOERROR", [], [], Z),
+    (
+        f"alias.default.{SVC}",
+        "CNAME",
+        "NOERROR",
+        [f"alias.default.{SVC}. 5 IN CNAME web.default.{SVC}."],
+        [],
+        None,
+    ),
     # outside every network: not ours (no upstream here, so REFUSED)
     ("1.0.0.11.in-addr.arpa", "PTR", "REFUSED", [], [], None),
     # pod records, insecure (the default): any address in a namespace that exists
@@ -306,6 +322,29 @@ async def test_reverse_zone_apex_has_soa_and_ns(cluster: Cluster) -> None:
         assert m.rcode() == dns.rcode.NOERROR and m.answer, second
     m = await cluster.ask("100.10.in-addr.arpa", "SOA")
     assert m.rcode() == dns.rcode.REFUSED
+
+
+rfc_choices = pytest.fixture(
+    make_cluster_fixture(empty_non_terminal_nxdomain=False, externalname_other_cname=True)
+)
+
+
+async def test_rfc_answers_where_coredns_differs_when_asked(rfc_choices: Cluster) -> None:
+    c = rfc_choices
+    await populate(c)
+    for tcp in (False, True):
+        m = await c.ask("0.3.10.in-addr.arpa", "PTR", tcp=tcp)
+        assert m.rcode() == dns.rcode.NOERROR and not m.answer, tcp
+        assert [r.name.to_text() for r in m.authority] == ["3.10.in-addr.arpa."]
+        m = await c.ask(f"_tcp.headless.default.{SVC}", "SRV", tcp=tcp)
+        assert m.rcode() == dns.rcode.NOERROR and not m.answer, tcp
+        m = await c.ask(f"alias.default.{SVC}", "SRV", tcp=tcp)
+        assert lines(m.answer) == [
+            f"alias.default.{SVC}. 5 IN CNAME web.default.{SVC}.",
+            f"web.default.{SVC}. 5 IN SRV 0 100 80 web.default.{SVC}.",
+        ], tcp
+    out = await dig(c.port, f"_tcp.headless.default.{SVC}", "SRV")
+    assert "status: NOERROR" in out and dig_section(out, "ANSWER") == [], out
 
 
 pods_verified = pytest.fixture(make_cluster_fixture(pod_mode="verified"))

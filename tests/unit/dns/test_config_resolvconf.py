@@ -173,3 +173,41 @@ def test_bad_tcp_settings(kw: dict[str, object], message: str) -> None:
 def test_bad_tcp_environment(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         DNSConfig.build(env=env)
+
+
+def test_coredns_answers_are_the_defaults_and_each_alternative_is_a_setting() -> None:
+    cfg = DNSConfig.build(env={})
+    assert cfg.headless_empty_nxdomain and cfg.empty_non_terminal_nxdomain
+    assert not cfg.externalname_other_cname
+    env = {
+        "SHIFTNET_DNS_HEADLESS_EMPTY": "nodata",
+        "SHIFTNET_DNS_EMPTY_NON_TERMINAL": "NODATA",
+        "SHIFTNET_DNS_EXTERNALNAME_OTHER": "cname",
+    }
+    cfg = DNSConfig.build(env=env)
+    assert not cfg.headless_empty_nxdomain and not cfg.empty_non_terminal_nxdomain
+    assert cfg.externalname_other_cname
+    cfg = DNSConfig.build(
+        headless_empty="nxdomain",
+        empty_non_terminal="nxdomain",
+        externalname_other="nodata",
+        env=env,
+    )
+    assert cfg.headless_empty_nxdomain and cfg.empty_non_terminal_nxdomain
+    assert not cfg.externalname_other_cname
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SHIFTNET_DNS_HEADLESS_EMPTY": "empty"}, "--headless-empty 'empty' must be nxdomain or"),
+        ({"SHIFTNET_DNS_EMPTY_NON_TERMINAL": "x"}, "--empty-non-terminal 'x' must be nxdomain or"),
+        (
+            {"SHIFTNET_DNS_EXTERNALNAME_OTHER": "srv"},
+            "--externalname-other 'srv' must be nodata or",
+        ),
+    ],
+)
+def test_bad_answer_choices(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        DNSConfig.build(env=env)

@@ -125,11 +125,25 @@ def test_nxdomain_and_nodata_are_told_apart() -> None:
     assert_nodata(resolve(z, "web.default.svc.cluster.local.", T.MX))
     assert_nodata(resolve(z, "web.default.svc.cluster.local.", T.AAAA))
     assert_nodata(resolve(z, "dns-version.cluster.local.", T.A))
-    # names with children exist (empty non-terminals)
+    # the names CoreDNS knows without records: namespaces, svc, the apex
     assert_nodata(resolve(z, "default.svc.cluster.local.", T.A))
     assert_nodata(resolve(z, "svc.cluster.local.", T.A))
-    assert_nodata(resolve(z, "_tcp.web.default.svc.cluster.local.", T.SRV))
     assert_nodata(resolve(z, "cluster.local.", T.A))
+
+
+def test_empty_non_terminals_are_nxdomain_by_default_like_coredns() -> None:
+    z = zone(WEB)
+    assert_nxdomain(resolve(z, "_tcp.web.default.svc.cluster.local.", T.SRV))
+    assert_nxdomain(resolve(z, "dns.cluster.local.", T.A))  # above ns.dns.<zone>
+    # what is below them still answers
+    assert texts(resolve(z, "_http._tcp.web.default.svc.cluster.local.", T.SRV))
+
+
+def test_empty_non_terminals_exist_when_asked_rfc_8020() -> None:
+    z = zone(WEB, config=ZoneConfig(empty_non_terminal_nxdomain=False))
+    assert_nodata(resolve(z, "_tcp.web.default.svc.cluster.local.", T.SRV))
+    assert_nodata(resolve(z, "dns.cluster.local.", T.A))
+    assert_nxdomain(resolve(z, "_udp.web.default.svc.cluster.local.", T.SRV))
 
 
 def test_negative_answers_carry_the_soa_with_the_negative_ttl() -> None:
@@ -231,6 +245,23 @@ def test_external_name_is_a_cname() -> None:
     assert res.rcode == dns.rcode.NOERROR
     assert texts(res) == ["ext.default.svc.cluster.local. 5 CNAME db.example.com."]
     assert texts(resolve(z, "ext.default.svc.cluster.local.", T.CNAME)) == texts(res)
+
+
+@pytest.mark.parametrize("rdtype", [T.SRV, T.MX, T.TXT, T.ANY])
+def test_external_name_other_types_are_nodata_by_default_like_coredns(rdtype: int) -> None:
+    z = zone(service("ext", cluster_ip=None, type="ExternalName", externalName="db.example.com"))
+    assert_nodata(resolve(z, "ext.default.svc.cluster.local.", rdtype))
+
+
+@pytest.mark.parametrize("rdtype", [T.SRV, T.MX, T.TXT, T.ANY])
+def test_external_name_other_types_get_the_cname_when_asked(rdtype: int) -> None:
+    z = zone(
+        service("ext", cluster_ip=None, type="ExternalName", externalName="db.example.com"),
+        config=ZoneConfig(externalname_other_cname=True),
+    )
+    res = resolve(z, "ext.default.svc.cluster.local.", rdtype)
+    assert res.rcode == dns.rcode.NOERROR and res.chase is None
+    assert texts(res) == ["ext.default.svc.cluster.local. 5 CNAME db.example.com."]
 
 
 def test_external_name_inside_the_zone_is_followed() -> None:
