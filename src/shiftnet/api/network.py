@@ -6,6 +6,11 @@ from pydantic import Field
 
 from shiftnet.api.base import Resource, Wire
 
+# Where ``shiftnet master --secondary-service-network`` records the cluster's second
+# service network (the other IP family) on ClusterNetwork ``default``: the master's
+# allocator and the DNS's reverse zones both read it from here.
+SECONDARY_SERVICE_NETWORK_ANNOTATION = "shiftnet.io/secondary-service-network"
+
 
 class ClusterNetworkEntry(Wire):
     cidr: str = Field(alias="CIDR")

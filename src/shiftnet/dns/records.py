@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import dns.rdatatype
 from shiftnet.api import ClusterNetwork, Endpoints, Service
+from shiftnet.api.network import SECONDARY_SERVICE_NETWORK_ANNOTATION
 from shiftnet.dns.addresses import Address, dashed_label, reverse_name, reverse_zones
 from shiftnet.dns.names import dns_label, is_dns1123_subdomain, is_port_name
 from shiftnet.dns.podrecords import POD_MODES
@@ -344,18 +345,13 @@ def collect(
     return Collected(origin, b.records, b.problems, reverse, existing)
 
 
-# Where ``shiftnet master --secondary-service-network`` records the second
-# service network (the other IP family) on the ClusterNetwork object.
-SECONDARY_SERVICE_NETWORK = "shiftnet.io/secondary-service-network"
-
-
 def network_cidrs(cluster_networks: Iterable[ClusterNetwork]) -> list[str]:
     """The service and pod networks a ClusterNetwork records, each once, in order."""
     out: list[str] = []
     for cn in cluster_networks:
         found = [
             cn.service_network,
-            cn.metadata.annotations.get(SECONDARY_SERVICE_NETWORK),
+            cn.metadata.annotations.get(SECONDARY_SERVICE_NETWORK_ANNOTATION),
             cn.network,
             *(entry.cidr for entry in cn.cluster_networks),
         ]

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from shiftnet.api import ClusterNetwork, Service
 from shiftnet.api.core import IPV4, IPV6, REQUIRE_DUAL_STACK, SINGLE_STACK
+from shiftnet.api.network import SECONDARY_SERVICE_NETWORK_ANNOTATION
 from shiftnet.errors import InvalidAllocation
 
-SECONDARY_ANNOTATION = "shiftnet.io/secondary-service-network"
+SECONDARY_ANNOTATION = SECONDARY_SERVICE_NETWORK_ANNOTATION
 
 
 def family_of(ip: str) -> str:
