@@ -418,7 +418,7 @@ class NodeAgent:
             self._unplaceable[pod.key] = ("InvalidPod", str(err))
             return
         try:
-            await self.network.setup_pod(pod.namespace or "default", pod.name, ip)
+            await self.network.setup_pod(pod.namespace or "default", pod.name, ip, runner.etc_files)
         except (ShiftnetError, OSError) as err:
             if self.ips is not None:
                 self.ips.release(ip)

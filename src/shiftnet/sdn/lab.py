@@ -15,7 +15,7 @@ in the background with its log in the lab directory:
   a pod's packet to a ClusterIP, routed through ``br0`` into its node, is
   DNATed there;
 * the cluster DNS inside the first node's namespace, on port 53 of its host IP
-  (pods get it through ``/etc/netns/<pod namespace>/resolv.conf``).
+  (each pod's own resolv.conf names it; see ``sdn/podresolver.py``).
 
 Every process in a node namespace is an API client, as on a separate machine:
 it has only a kubeconfig holding its node's own token (``system:node:<name>``,

@@ -9,6 +9,7 @@ a later issue implements the same small interface with namespaces and veths.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from shiftnet.api import ClusterNetwork, HostSubnet
@@ -29,7 +30,12 @@ class PodNetwork(Protocol):
         """Make the node's network match the HostSubnets; True once pods can be attached."""
         ...
 
-    async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None: ...
+    async def setup_pod(
+        self, namespace: str, name: str, pod_ip: str, etc_files: Mapping[str, str] | None = None
+    ) -> None:
+        """Wire the pod in; ``etc_files`` are the texts of its resolv.conf and hosts."""
+        ...
+
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None: ...
     async def remove_stale(self, keep: set[tuple[str, str]]) -> list[str]:
         """Remove pod sandboxes left by an earlier agent for pods not in ``keep``."""
@@ -51,7 +57,9 @@ class LocalNetwork:
                 "loopback cluster network (e.g. 127.10.0.0/16); use the sdn network mode for others"
             )
 
-    async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None:
+    async def setup_pod(
+        self, namespace: str, name: str, pod_ip: str, etc_files: Mapping[str, str] | None = None
+    ) -> None:
         return None
 
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None:
@@ -78,7 +86,5 @@ def network_for(config: NodeConfig) -> PodNetwork:
             host_ip=config.host_ip,
             vni=config.vni,
             vxlan_port=config.vxlan_port,
-            dns_server=config.dns_server,
-            cluster_domain=config.cluster_domain,
         )
     raise ConfigError(f'network mode "{config.network}" is not supported: use local or sdn')

@@ -13,6 +13,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from shiftnet.api import Pod
 from shiftnet.sdn import podetc
@@ -47,10 +48,18 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def pod_files(
-    pod: Pod, pod_ip: str, config: NodeConfig, pod_dir: Path
-) -> tuple[dict[str, str], Callable[[list[str]], list[str]]]:
-    """Write the pod's resolv.conf and hosts; return (environment, argv wrapper)."""
+class PodFiles(NamedTuple):
+    """What a pod's processes are given: environment, argv wrapper, and the file texts
+    (``resolv.conf``, ``hosts``) also shown to ``ip netns exec`` in sdn mode."""
+
+    env: dict[str, str]
+    wrap: Callable[[list[str]], list[str]]
+    texts: dict[str, str]
+
+
+def pod_files(pod: Pod, pod_ip: str, config: NodeConfig, pod_dir: Path) -> PodFiles:
+    """Write the pod's resolv.conf and hosts; return them with the environment and the
+    argv wrapper that put them in place."""
     namespace = pod.metadata.namespace or "default"
     cfg = pod_resolver(
         pod,
@@ -67,8 +76,12 @@ def pod_files(
         )
     resolv_conf, hosts = pod_dir / "resolv.conf", pod_dir / "hosts"
     pod_dir.mkdir(parents=True, exist_ok=True)
-    _write(resolv_conf, render_resolv_conf(cfg))
-    _write(hosts, render_hosts(pod, [pod_ip], config.cluster_domain))
+    texts = {
+        "resolv.conf": render_resolv_conf(cfg),
+        "hosts": render_hosts(pod, [pod_ip], config.cluster_domain),
+    }
+    _write(resolv_conf, texts["resolv.conf"])
+    _write(hosts, texts["hosts"])
     hostname, _ = pod_hostname(pod)
     env = resolver_environment(cfg, hostname)
     env["SHIFTNET_RESOLV_CONF"] = str(resolv_conf)
@@ -80,4 +93,4 @@ def pod_files(
     def wrap(argv: list[str]) -> list[str]:
         return [*prefix, "--", *argv]
 
-    return env, wrap
+    return PodFiles(env, wrap, texts)

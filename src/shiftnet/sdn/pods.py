@@ -131,7 +131,8 @@ class PodRunner:
         self._ready = bool(hints) and all(hints.get(c.name, False) for c in pod.spec.containers)
         self._ready_since = (_ready_transition(pod) if hints else None) or self.start_time
         self._on_change = on_change
-        dns_env, etc = pod_files(pod, pod_ip, config, self.pod_dir)
+        files = pod_files(pod, pod_ip, config, self.pod_dir)
+        self.etc_files = files.texts  # also put where ``ip netns exec`` finds them (sdn mode)
         self.containers: list[ContainerRunner] = []
         for c in pod.spec.containers:
             checked_part(c.name, "spec.containers[].name")
@@ -151,9 +152,9 @@ class PodRunner:
                 backoff_initial=config.backoff_initial,
                 backoff_max=config.backoff_max,
                 backoff_reset=config.backoff_reset,
-                extra_env=dns_env,
+                extra_env=files.env,
                 command=_bound(command, self.namespace, self.name),
-                etc=etc,
+                etc=files.wrap,
             )
             record = adopt.get(c.name)
             self.containers.append(

@@ -4,6 +4,10 @@ The agent calls :meth:`SdnNetwork.sync_node` whenever HostSubnets change and
 :meth:`setup_pod` / :meth:`teardown_pod` around each pod; :meth:`command`
 wraps a pod's process so it runs inside the pod's namespace. Netlink work is
 blocking, so it runs on a worker thread, serialized by one lock.
+
+The pod's own resolv.conf and hosts (:mod:`shiftnet.sdn.podresolver`, the
+texts its processes see) are also written to ``/etc/netns/<pod namespace>/``,
+so a person who runs ``ip netns exec <pod namespace> ...`` sees the same files.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ import ipaddress
 import logging
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from shiftnet.api import ClusterNetwork, HostSubnet
-from shiftnet.dns.resolvconf import render_resolv_conf
 from shiftnet.errors import ConfigError
 from shiftnet.sdn.netlink import NodeNetworkDriver, in_netns
 from shiftnet.sdn.topology import (
@@ -34,8 +38,9 @@ log = logging.getLogger(__name__)
 
 LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 # ``ip netns exec NAME`` bind-mounts every file of /etc/netns/NAME/ over /etc/:
-# a pod's process started that way reads its own /etc/resolv.conf.
+# a process started that way reads the pod's own /etc/resolv.conf and /etc/hosts.
 ETC_NETNS = Path("/etc/netns")
+ETC_FILES = ("resolv.conf", "hosts")  # the only names written there
 REPAIR_SECONDS = 25.0  # the agent syncs at least every 30 s
 
 
@@ -50,8 +55,6 @@ class SdnNetwork:
         vni: int = DEFAULT_VNI,
         vxlan_port: int = DEFAULT_VXLAN_PORT,
         netns: str | None = None,
-        dns_server: tuple[str, int] | None = None,
-        cluster_domain: str = "cluster.local",
         etc_netns: Path = ETC_NETNS,
     ) -> None:
         """``cluster_network``/``service_network`` may stay empty: the agent passes the
@@ -62,8 +65,6 @@ class SdnNetwork:
         self.service_network = service_network
         self.vni = vni
         self.vxlan_port = vxlan_port
-        self.dns_server = dns_server
-        self.cluster_domain = cluster_domain
         self.etc_netns = etc_netns
         self.driver = NodeNetworkDriver(netns)
         self.plan: NodeNetwork | None = None
@@ -115,40 +116,49 @@ class SdnNetwork:
         """:class:`~shiftnet.sdn.local.PodNetwork`: True once the node network exists."""
         return await self.sync_node(subnets, cluster) is not None
 
-    async def setup_pod(self, namespace: str, name: str, pod_ip: str) -> None:
+    async def setup_pod(
+        self, namespace: str, name: str, pod_ip: str, etc_files: Mapping[str, str] | None = None
+    ) -> None:
+        """Wire the pod into the node network; ``etc_files`` (``resolv.conf``, ``hosts``:
+        the texts its processes see) go to ``/etc/netns/<pod namespace>/``."""
         if self.plan is None:
             raise ConfigError(f"node {self.node} has no network yet: pod {namespace}/{name} waits")
         plan = self.plan
+        pod_ns = pod_netns(self.node, namespace, name)
         async with self._lock:
             await asyncio.to_thread(
-                self.driver.attach_pod,
-                pod_netns(self.node, namespace, name),
-                host_veth(namespace, name),
-                pod_ip,
-                plan,
+                self.driver.attach_pod, pod_ns, host_veth(namespace, name), pod_ip, plan
             )
-        self._write_resolv_conf(namespace, pod_netns(self.node, namespace, name))
+        self._write_etc(pod_ns, etc_files or {})
 
-    def _write_resolv_conf(self, namespace: str, pod_ns: str) -> None:
-        if self.dns_server is None:
-            return
-        host, port = self.dns_server
-        server = (str(ipaddress.ip_address(host)), int(port))  # an address, never raw text
-        text = render_resolv_conf(namespace, [server], self.cluster_domain)
+    def _write_etc(self, pod_ns: str, files: Mapping[str, str]) -> None:
+        """Each file atomically, world-readable as in /etc; one not given is removed."""
         folder = self.etc_netns / pod_ns
+        if not files:
+            self._remove_etc(pod_ns)
+            return
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / "resolv.conf.tmp"
-        tmp.write_text(text)
-        tmp.replace(folder / "resolv.conf")
+        for name in ETC_FILES:
+            target = folder / name
+            if name not in files:
+                target.unlink(missing_ok=True)
+                continue
+            tmp = folder / f".{name}.tmp"
+            tmp.write_text(files[name])
+            tmp.chmod(0o644)
+            tmp.replace(target)
+        unknown = sorted(set(files) - set(ETC_FILES))
+        if unknown:
+            log.warning("not written to /etc/netns pod_netns=%s files=%s", pod_ns, unknown)
 
-    def _remove_resolv_conf(self, pod_ns: str) -> None:
+    def _remove_etc(self, pod_ns: str) -> None:
         shutil.rmtree(self.etc_netns / pod_ns, ignore_errors=True)
 
     async def teardown_pod(self, namespace: str, name: str, pod_ip: str) -> None:
         pod_ns = pod_netns(self.node, namespace, name)
         async with self._lock:
             await asyncio.to_thread(self.driver.detach_pod, pod_ns, host_veth(namespace, name))
-        self._remove_resolv_conf(pod_ns)
+        self._remove_etc(pod_ns)
 
     async def remove_stale(self, keep: set[tuple[str, str]]) -> list[str]:
         """Delete this node's pod namespaces (and their /etc/netns folders) whose pod is
@@ -169,7 +179,7 @@ class SdnNetwork:
                 with contextlib.suppress(OSError):
                     await asyncio.to_thread(self.driver.remove_netns, pod_ns)
         for name in stale_etc:
-            self._remove_resolv_conf(name)
+            self._remove_etc(name)
         if stale:
             log.info("removed stale pod namespaces node=%s count=%d", self.node, len(stale))
         return sorted(stale)

@@ -72,19 +72,22 @@ def test_sdn_mode_waits_for_the_cluster_network() -> None:
     )
 
 
-def test_pod_resolv_conf_follows_ip_netns_exec_convention(tmp_path: Path) -> None:
-    net = SdnNetwork(
-        node="n1", host_ip="192.168.250.11", dns_server=("192.168.250.11", 53), etc_netns=tmp_path
-    )
+def test_pod_files_follow_the_ip_netns_exec_convention(tmp_path: Path) -> None:
+    net = SdnNetwork(node="n1", host_ip="192.168.250.11", etc_netns=tmp_path)
     ns = pod_netns("n1", "shop", "web")
-    net._write_resolv_conf("shop", ns)
-    text = (tmp_path / ns / "resolv.conf").read_text()
-    assert text == (
-        "search shop.svc.cluster.local svc.cluster.local cluster.local\n"
-        "nameserver 192.168.250.11\n"
-        "options ndots:5\n"
-    )
-    net._remove_resolv_conf(ns)
+    files = {"resolv.conf": "nameserver 10.1.0.1\n", "hosts": "10.1.0.5\tweb\n", "../x": "no"}
+    net._write_etc(ns, files)
+    assert {p.name: p.read_text() for p in (tmp_path / ns).iterdir()} == {
+        "resolv.conf": "nameserver 10.1.0.1\n",
+        "hosts": "10.1.0.5\tweb\n",
+    }
+    assert not (tmp_path / "x").exists()
+    net._write_etc(ns, {"resolv.conf": "nameserver 10.1.0.2\n"})  # hosts no longer given
+    assert [p.name for p in (tmp_path / ns).iterdir()] == ["resolv.conf"]
+    net._write_etc(ns, {})
+    assert not (tmp_path / ns).exists()
+    net._write_etc(ns, files)
+    net._remove_etc(ns)
     assert not (tmp_path / ns).exists()
 
 
