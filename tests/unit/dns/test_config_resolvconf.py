@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shiftnet.dns.config import DNSConfig, parse_listen
-from shiftnet.dns.resolvconf import pod_environment, render_resolv_conf, search_path
+from shiftnet.dns.resolvconf import render_resolv_conf, search_path
 from shiftnet.errors import ConfigError
 
 
@@ -84,16 +84,6 @@ def test_resolv_conf_names_a_non_standard_port_in_a_comment() -> None:
     assert "# cluster DNS listens on port 8053" in text
 
 
-def test_pod_environment() -> None:
-    env = pod_environment("shop", ("127.0.0.1", 8053), resolv_conf_path="/x/shop.conf")
-    assert env == {
-        "LOCALDOMAIN": "shop.svc.cluster.local svc.cluster.local cluster.local",
-        "RES_OPTIONS": "ndots:5",
-        "SHIFTNET_DNS_SERVER": "127.0.0.1:8053",
-        "SHIFTNET_RESOLV_CONF": "/x/shop.conf",
-    }
-
-
 def test_metrics_collector_reads_the_server_counters() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
@@ -123,20 +113,6 @@ def test_metrics_collector_reads_the_server_counters() -> None:
     assert "shiftnet_dns_tcp_evicted_total 4.0" in text
     assert "shiftnet_dns_chased_total 6.0" in text
     assert "shiftnet_dns_zone_records 3.0" in text
-
-
-def test_write_pod_resolv_conf(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from shiftnet.dns.resolvconf import write_pod_resolv_conf
-
-    env = write_pod_resolv_conf(str(tmp_path), "shop", ("127.0.0.1", 8053))
-    path = tmp_path / "dns" / "shop.resolv.conf"
-    assert env["SHIFTNET_RESOLV_CONF"] == str(path)
-    assert path.read_text() == render_resolv_conf("shop", [("127.0.0.1", 8053)])
-    mtime = path.stat().st_mtime_ns
-    write_pod_resolv_conf(str(tmp_path), "shop", ("127.0.0.1", 8053))
-    assert path.stat().st_mtime_ns == mtime, "unchanged content is not rewritten"
-    with pytest.raises(ValueError):
-        write_pod_resolv_conf(str(tmp_path), "../etc", ("127.0.0.1", 8053))
 
 
 def test_tcp_settings_from_environment_then_flags() -> None:

@@ -229,9 +229,14 @@ def test_names_that_cannot_be_file_names(bad: str) -> None:
 
 
 def test_container_env_carries_the_cluster_dns_search_path_and_the_pod_may_override() -> None:
-    from shiftnet.dns.resolvconf import pod_environment
+    from shiftnet.api import Pod
+    from shiftnet.sdn.podresolver import ResolverConfig, pod_resolver, resolver_environment
 
-    dns_env = pod_environment("shop", ("127.0.0.1", 8053), "cluster.local")
+    pod = Pod.model_validate(
+        {"metadata": {"name": "p", "namespace": "shop"}, "spec": {"containers": [{"name": "c"}]}}
+    )
+    cfg = pod_resolver(pod, node=ResolverConfig(), cluster_dns=("127.0.0.1", 8053))
+    dns_env = resolver_environment(cfg, "p")
     c = container(env=[{"name": "RES_OPTIONS", "value": "ndots:2"}])
     env = container_env(
         c,
