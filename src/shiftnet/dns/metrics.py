@@ -22,6 +22,7 @@ _COUNTERS = {
     "dropped": "Queries not answered (malformed beyond a header, responses, full buffers)",
     "internal_errors": "Queries that hit a bug in the server (each logged)",
     "zone_builds": "Times the cluster zone was rebuilt from the informer caches",
+    "pod_updates": "Times only the zone's pods changed (verified pod records), without a rebuild",
     "tcp_evicted": "Idle TCP clients closed to admit a new one at the connection limit",
     "tcp_refused": "TCP clients refused because every connection was busy being answered",
 }

@@ -3,7 +3,9 @@
 Services, Endpoints, Namespaces and the ClusterNetwork (and Pods, when pod
 records are ``verified``) arrive through the shared informers; every burst of
 changes rebuilds the :class:`~shiftnet.dns.zone.Zone` once (coalesced) and
-swaps it into the :class:`~shiftnet.dns.responder.Responder`. The UDP socket
+swaps it into the :class:`~shiftnet.dns.responder.Responder`. A burst of
+nothing but pod changes that leaves the namespaces as they were only gives
+the zone a new snapshot of the pod index (:mod:`shiftnet.dns.podindex`). The UDP socket
 is drained in a loop on each readiness event (one epoll wake-up serves many
 queries), which is what lets one Python core answer tens of thousands of
 queries a second. Nothing a client sends can stop the loop: every packet is
@@ -22,6 +24,7 @@ from typing import Any
 from shiftnet.api import ClusterNetwork, Endpoints, Namespace, Pod, Service
 from shiftnet.dns.chase import chase
 from shiftnet.dns.config import DNSConfig
+from shiftnet.dns.podindex import PodIPIndex
 from shiftnet.dns.records import network_cidrs
 from shiftnet.dns.responder import Chase, Forward, Responder
 from shiftnet.dns.tcp_slots import TCPSlots
@@ -81,6 +84,7 @@ class DNSServer:
             "dropped": 0,
             "internal_errors": 0,
             "zone_builds": 0,
+            "pod_updates": 0,
             "tcp_evicted": 0,
             "tcp_refused": 0,
         }
@@ -90,6 +94,8 @@ class DNSServer:
         self._tcp_slots: TCPSlots[asyncio.StreamWriter] = TCPSlots(self.config.max_tcp_connections)
         self._forwards = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pod_index = PodIPIndex()  # verified pod records
+        self._records_dirty = True  # something besides pods changed since the last build
 
     def _nameservers(self) -> tuple[str, ...]:
         host = self.config.listen_host
@@ -112,7 +118,8 @@ class DNSServer:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         for kind in self._kinds():
-            self.informers.informer(kind).add_handler(self._changed)
+            handler = self._pod_changed if kind is Pod else self._changed
+            self.informers.informer(kind).add_handler(handler)
         await self.informers.start()
         await self._rebuild()
         await self.runner.start()
@@ -198,30 +205,36 @@ class DNSServer:
         return [*kinds, Pod] if self.config.pod_mode == "verified" else kinds
 
     def _changed(self, _event: str, _old: object, _new: object) -> None:
+        self._records_dirty = True
         self.runner.kick()
 
-    def _pods(self) -> list[tuple[str, str]]:
-        """(namespace, IP) of every pod that has an address and is not terminating."""
-        if self.config.pod_mode != "verified":
-            return []
-        out = []
-        for pod in self.informers.informer(Pod).list():
-            if pod.metadata.deletion_timestamp or not pod.status.pod_ip:
-                continue
-            out.append((pod.metadata.namespace or "", pod.status.pod_ip))
-        return out
+    def _pod_changed(self, _event: str, old: Pod | None, new: Pod | None) -> None:
+        if self._pod_index.changed(old, new):
+            self._records_dirty = True  # a namespace gained its first pod or lost its last
+        self.runner.kick()
 
     async def _rebuild(self) -> None:
-        """Recompute the zone from the informer caches and swap it in."""
+        """Recompute the zone from the informer caches and swap it in; when only pods
+        changed, the same zone with the pod index's new snapshot."""
+        verified = self.config.pod_mode == "verified"
+        if verified and not self._records_dirty:
+            self.responder.set_zone(self.zone.with_pods(self._pod_index.snapshot()))
+            self.stats["pod_updates"] += 1
+            return
         started = time.perf_counter()
+        self._records_dirty = False
+        namespaces = {n.metadata.name for n in self.informers.informer(Namespace).list()}
+        if verified:
+            self._pod_index.reset(self.informers.informer(Pod).list())
+            namespaces |= self._pod_index.namespaces()  # no Namespace object needed
         serial = max(max(self.informers.informer(k).revision for k in self._kinds()), 1)
         zone = build_zone(
             self.informers.informer(Service).list(),
             self.informers.informer(Endpoints).list(),
             self.zone_config,
             serial=serial,
-            namespaces=[n.metadata.name for n in self.informers.informer(Namespace).list()],
-            pods=self._pods(),
+            namespaces=namespaces,
+            pods=self._pod_index.snapshot(),
             networks=network_cidrs(self.informers.informer(ClusterNetwork).list()),
         )
         self.responder.set_zone(zone)

@@ -14,6 +14,7 @@ give the same answers.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -84,7 +85,7 @@ def build_zone(
     serial: int = 1,
     *,
     namespaces: Iterable[str] = (),
-    pods: Iterable[tuple[str, str]] = (),
+    pods: Iterable[tuple[str, str | Address]] = (),
     networks: Iterable[str] = (),
 ) -> Zone:
     """The zone for one snapshot of the cluster; invalid objects are skipped and reported.
@@ -199,6 +200,14 @@ class Zone:
         negative = dns.rrset.RRset(dns.name.from_text(apex), IN, dns.rdatatype.SOA)
         negative.add(soa[0], min(self.ttl, soa[0].minimum))  # RFC 2308 section 3
         return (negative,)
+
+    def with_pods(self, pods: frozenset[tuple[str, Address]]) -> Zone:
+        """This zone with other pods for ``verified`` pod records: the records, names and
+        rdata made so far are shared (nothing else differs), so a pod that starts or
+        stops costs no rebuild (see :mod:`shiftnet.dns.podindex`)."""
+        zone = copy.copy(self)
+        zone.pods = pods
+        return zone
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._records.values())

@@ -379,6 +379,37 @@ async def test_verified_pod_records_answer_only_a_pod_of_that_namespace(
     await c.until(name, "A", lambda m: m.rcode() == dns.rcode.NXDOMAIN, within=5)
 
 
+async def test_verified_pod_changes_swap_the_pod_index_without_a_rebuild(
+    pods_verified: Cluster,
+) -> None:
+    c = pods_verified
+    await c.client.create(Namespace.model_validate({"metadata": {"name": "shop"}}))
+    await c.client.create(running_pod("cart", "shop", "10.3.0.55"))
+    await c.until(f"10-3-0-55.shop.pod.{Z}", "A", lambda m: bool(m.answer), within=5)
+    builds, updates = c.server.stats["zone_builds"], c.server.stats["pod_updates"]
+    await c.client.create(running_pod("till", "shop", "10.3.0.56"))
+    await c.until(f"10-3-0-56.shop.pod.{Z}", "A", lambda m: bool(m.answer), within=5)
+    await c.client.delete(Pod, "shop", "cart")
+    await c.until(f"10-3-0-55.shop.pod.{Z}", "A", lambda m: m.rcode() == dns.rcode.NXDOMAIN, 5)
+    assert (await c.ask(f"10-3-0-56.shop.pod.{Z}", "A")).answer
+    assert c.server.stats["zone_builds"] == builds  # Services and Endpoints not walked again
+    assert c.server.stats["pod_updates"] > updates
+
+
+async def test_verified_a_namespace_holding_a_pod_exists_without_its_object(
+    pods_verified: Cluster,
+) -> None:
+    c = pods_verified
+    await c.client.create(running_pod("lone", "solo", "10.3.0.77"))
+    name = f"10-3-0-77.solo.pod.{Z}"
+    await c.until(name, "A", lambda m: bool(m.answer), within=5)
+    assert lines((await c.ask(name, "A")).answer) == [f"{name}. 5 IN A 10.3.0.77"]
+    m = await c.ask(f"solo.{SVC}", "A")
+    assert m.rcode() == dns.rcode.NOERROR and not m.answer
+    await c.client.delete(Pod, "solo", "lone")
+    await c.until(f"solo.{SVC}", "A", lambda m: m.rcode() == dns.rcode.NXDOMAIN, within=5)
+
+
 async def test_disabled_pod_records_are_nxdomain(pods_disabled: Cluster) -> None:
     c = pods_disabled
     await c.client.create(service("web", cluster_ip="10.96.0.10", ports=[{"port": 80}]))

@@ -100,6 +100,7 @@ def test_metrics_collector_reads_the_server_counters() -> None:
             "dropped": 0,
             "internal_errors": 0,
             "zone_builds": 3,
+            "pod_updates": 8,
             "tcp_evicted": 4,
             "tcp_refused": 0,
         }
@@ -110,6 +111,7 @@ def test_metrics_collector_reads_the_server_counters() -> None:
     text = generate_latest(registry).decode()
     assert 'shiftnet_dns_queries_total{transport="udp"} 7.0' in text
     assert "shiftnet_dns_zone_builds_total 3.0" in text
+    assert "shiftnet_dns_pod_updates_total 8.0" in text
     assert "shiftnet_dns_tcp_evicted_total 4.0" in text
     assert "shiftnet_dns_chased_total 6.0" in text
     assert "shiftnet_dns_zone_records 3.0" in text

@@ -11,6 +11,7 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 DNS_PURE = [
     "shiftnet.dns.addresses",
     "shiftnet.dns.names",
+    "shiftnet.dns.podindex",
     "shiftnet.dns.podrecords",
     "shiftnet.dns.records",
     "shiftnet.dns.resolvconf",
