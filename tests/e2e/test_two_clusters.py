@@ -130,6 +130,9 @@ class Cluster:
         for pid in pod_pids(self.state):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+        for pid in haproxy_pids(self.state):  # daemonized: not in up's process group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def network(self, label: str) -> str:
         """The cluster or service network the master says it runs with."""

@@ -240,6 +240,9 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         for pid in pod_pids(state):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+        for pid in haproxy_pids(state):  # daemonized: not in up's process group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_second_up_on_the_same_state_dir_is_refused(
@@ -307,3 +310,6 @@ def test_impatient_second_ctrl_c_still_stops_every_pod(
         for pid in pod_pids(state):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+        for pid in haproxy_pids(state):  # daemonized: not in up's process group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
