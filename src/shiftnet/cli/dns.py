@@ -14,6 +14,7 @@ from shiftnet.dns.config import (
     DEFAULT_POD_MODE,
     DEFAULT_TCP_IDLE_TIMEOUT,
     NODATA_OR_CNAME,
+    NODATA_OR_RRSETS,
     NXDOMAIN_OR_NODATA,
     DNSConfig,
 )
@@ -76,6 +77,19 @@ def register(subparsers: Any) -> None:
         "SHIFTNET_DNS_EXTERNALNAME_OTHER",
     )
     p.add_argument(
+        "--any-query",
+        choices=NODATA_OR_RRSETS,
+        help="answer for qtype ANY: nodata (CoreDNS, the default: the name's rcode, no "
+        "records) or rrsets (every RRset at the name); env SHIFTNET_DNS_ANY_QUERY",
+    )
+    p.add_argument(
+        "--dns-version-other",
+        choices=NXDOMAIN_OR_NODATA,
+        help="answer for dns-version.<domain> asked for a type other than TXT: nxdomain "
+        "(CoreDNS, the default) or nodata (the name exists); env "
+        "SHIFTNET_DNS_DNS_VERSION_OTHER",
+    )
+    p.add_argument(
         "--pods",
         choices=("disabled", "insecure", "verified"),
         help="pod records <a-b-c-d>.<ns>.pod.<domain>: insecure answers any address in a "
@@ -124,6 +138,8 @@ def _config(args: argparse.Namespace) -> DNSConfig:
         headless_empty=getattr(args, "headless_empty", None),
         empty_non_terminal=getattr(args, "empty_non_terminal", None),
         externalname_other=getattr(args, "externalname_other", None),
+        any_query=getattr(args, "any_query", None),
+        dns_version_other=getattr(args, "dns_version_other", None),
         tcp_idle_timeout=getattr(args, "tcp_idle_timeout", None),
         max_tcp_connections=getattr(args, "max_tcp_connections", None),
         pod_mode=getattr(args, "pods", None),

@@ -2,7 +2,8 @@
 
 Settings come from ``ClusterConfig.extra["dns"]`` (keys ``listen``, ``domain``,
 ``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``, ``pods``,
-``wildcards``, ``headless_empty``, ``empty_non_terminal``, ``externalname_other``)
+``wildcards``, ``headless_empty``, ``empty_non_terminal``, ``externalname_other``,
+``any_query``, ``dns_version_other``)
 and otherwise from the ``SHIFTNET_DNS_*`` environment, exactly as ``shiftnet dns``
 reads them.
 """
@@ -32,6 +33,8 @@ class DNSComponent:
             headless_empty=opts.get("headless_empty"),
             empty_non_terminal=opts.get("empty_non_terminal"),
             externalname_other=opts.get("externalname_other"),
+            any_query=opts.get("any_query"),
+            dns_version_other=opts.get("dns_version_other"),
         )
         self.server = DNSServer(cluster.require_store(), self.config)
 

@@ -30,6 +30,7 @@ _FALSE = ("0", "false", "no", "off", "")
 # The answers a two-way setting chooses between; the first is CoreDNS's, the default.
 NXDOMAIN_OR_NODATA = ("nxdomain", "nodata")
 NODATA_OR_CNAME = ("nodata", "cname")
+NODATA_OR_RRSETS = ("nodata", "rrsets")
 
 
 def _choice(
@@ -75,6 +76,8 @@ class DNSConfig:
     wildcards: bool = False  # kube-dns's "*" labels (CoreDNS removed them in 1.9)
     empty_non_terminal_nxdomain: bool = True  # CoreDNS; RFC 8020 says NODATA
     externalname_other_cname: bool = False  # CoreDNS: NODATA; RFC 1034: the CNAME
+    any_rrsets: bool = False  # CoreDNS: ANY gets no records; else every RRset at the name
+    dns_version_other_nxdomain: bool = True  # CoreDNS; the name exists, so RFCs say NODATA
     chase_timeout: float = 2.0  # at most this long for an ExternalName's target upstream
     max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
     upstream_timeout: float = 2.0
@@ -124,6 +127,8 @@ class DNSConfig:
         headless_empty: str | None = None,
         empty_non_terminal: str | None = None,
         externalname_other: str | None = None,
+        any_query: str | None = None,
+        dns_version_other: str | None = None,
         tcp_idle_timeout: float | None = None,
         max_tcp_connections: int | None = None,
         pod_mode: str | None = None,
@@ -161,6 +166,10 @@ class DNSConfig:
             empty_non_terminal, env, "SHIFTNET_DNS_EMPTY_NON_TERMINAL", NXDOMAIN_OR_NODATA
         )
         alias = _choice(externalname_other, env, "SHIFTNET_DNS_EXTERNALNAME_OTHER", NODATA_OR_CNAME)
+        any_answer = _choice(any_query, env, "SHIFTNET_DNS_ANY_QUERY", NODATA_OR_RRSETS)
+        version = _choice(
+            dns_version_other, env, "SHIFTNET_DNS_DNS_VERSION_OTHER", NXDOMAIN_OR_NODATA
+        )
         if not upstreams and env.get("SHIFTNET_DNS_UPSTREAM"):
             upstreams = [u for u in env["SHIFTNET_DNS_UPSTREAM"].replace(",", " ").split() if u]
         return cls(
@@ -172,6 +181,8 @@ class DNSConfig:
             headless_empty_nxdomain=headless == "nxdomain",
             empty_non_terminal_nxdomain=ent == "nxdomain",
             externalname_other_cname=alias == "cname",
+            any_rrsets=any_answer == "rrsets",
+            dns_version_other_nxdomain=version == "nxdomain",
             pod_mode=pod_mode or env.get("SHIFTNET_DNS_PODS") or DEFAULT_POD_MODE,
             wildcards=wildcards,
             tcp_idle_timeout=(

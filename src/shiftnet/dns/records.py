@@ -73,6 +73,12 @@ class ZoneConfig:
     # CoreDNS: an ExternalName asked for a type other than A/AAAA/CNAME is NODATA;
     # RFC 1034 would answer the CNAME and let the client's resolver follow it
     externalname_other_cname: bool = False
+    # CoreDNS answers ANY as it would A, without the records (NODATA where the name
+    # exists); RFC 8482 lets a server answer ANY with every RRset it holds
+    any_rrsets: bool = False
+    # CoreDNS: dns-version.<zone> knows only its TXT, other types are NXDOMAIN;
+    # the name exists, so RFC 1034 would say NODATA
+    dns_version_other_nxdomain: bool = True
 
     def __post_init__(self) -> None:
         if self.pod_mode not in POD_MODES:

@@ -61,6 +61,8 @@ class DNSServer:
             wildcards=self.config.wildcards,
             empty_non_terminal_nxdomain=self.config.empty_non_terminal_nxdomain,
             externalname_other_cname=self.config.externalname_other_cname,
+            any_rrsets=self.config.any_rrsets,
+            dns_version_other_nxdomain=self.config.dns_version_other_nxdomain,
         )
         self.upstreams = (
             Upstreams(self.config.upstreams, timeout=self.config.upstream_timeout)

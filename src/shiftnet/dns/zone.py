@@ -113,6 +113,8 @@ def build_zone(
         wildcards=config.wildcards,
         empty_non_terminals=not config.empty_non_terminal_nxdomain,
         externalname_other_cname=config.externalname_other_cname,
+        any_rrsets=config.any_rrsets,
+        dns_version_other_nxdomain=config.dns_version_other_nxdomain,
     )
 
 
@@ -152,11 +154,15 @@ class Zone:
         wildcards: bool = False,
         empty_non_terminals: bool = False,
         externalname_other_cname: bool = False,
+        any_rrsets: bool = False,
+        dns_version_other_nxdomain: bool = True,
     ) -> None:
         """``empty_non_terminals``: names with only children below them exist (RFC 8020)
         rather than being NXDOMAIN (CoreDNS); ``externalname_other_cname``: an ExternalName
         asked for another type than A/AAAA/CNAME answers the CNAME (RFC 1034) rather than
-        NODATA (CoreDNS)."""
+        NODATA (CoreDNS); ``any_rrsets``: ANY answers every RRset at the name rather than
+        A's rcode without records (CoreDNS); ``dns_version_other_nxdomain``: types other
+        than TXT at ``dns-version`` are NXDOMAIN (CoreDNS) rather than NODATA."""
         self.origin_text = origin
         self.origin = dns.name.from_text(origin)
         self.ttl = ttl
@@ -166,6 +172,9 @@ class Zone:
         self.pods = pods
         self.wildcards = wildcards
         self.externalname_other_cname = externalname_other_cname
+        self.any_rrsets = any_rrsets
+        self.dns_version_other_nxdomain = dns_version_other_nxdomain
+        self._version_owner = "dns-version." + origin
         self._dot_origin = "." + origin
         self._pod_suffix = ".pod." + origin
         self._svc_suffix = "svc." + origin
@@ -266,6 +275,8 @@ class Zone:
         key = qname.to_text().lower()
         if not self._owns(key):
             return None
+        if qtype == ANY and not self.any_rrsets:
+            return self._any_as_coredns(qname, key)
         answer: list[dns.rrset.RRset] = []
         for _ in range(MAX_CNAME_CHAIN):
             found = self._records.get(key)
@@ -286,11 +297,21 @@ class Zone:
                 continue
             types = sorted(found) if qtype == ANY else [qtype] if qtype in found else []
             if not types:
-                return Resolution(dns.rcode.NOERROR, tuple(answer), self._negative(key))
+                rcode = dns.rcode.NOERROR
+                if key == self._version_owner and self.dns_version_other_nxdomain:
+                    rcode = dns.rcode.NXDOMAIN  # CoreDNS knows dns-version only for TXT
+                return Resolution(rcode, tuple(answer), self._negative(key))
             hits = [self._rrset(key, t) for t in types]
             extra = self._additional(found[SRV]) if SRV in types else ()
             return Resolution(dns.rcode.NOERROR, (*answer, *hits), (), extra)
         return Resolution(dns.rcode.SERVFAIL, tuple(answer))  # a CNAME loop
+
+    def _any_as_coredns(self, qname: Name, key: str) -> Resolution | None:
+        """ANY as CoreDNS answers it: the rcode an A question gets, and no records."""
+        as_a = self.resolve(qname, A)
+        if as_a is None or as_a.rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+            return as_a  # SERVFAIL of a CNAME loop stays one
+        return Resolution(as_a.rcode, (), self._negative(key))
 
     def _computed(self, key: str, qtype: int, answer: tuple[dns.rrset.RRset, ...]) -> Resolution:
         """Names without stored records: pod records, wildcards, or nothing."""

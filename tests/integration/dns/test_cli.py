@@ -90,11 +90,12 @@ def test_bad_answer_choice_in_the_environment_is_one_sentence(tmp_path: Path) ->
 
 def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     port = free_udp_tcp_port()
-    env = dict(os.environ, SHIFTNET_HOME=str(tmp_path))
+    env = dict(os.environ, SHIFTNET_HOME=str(tmp_path), SHIFTNET_DNS_DNS_VERSION_OTHER="nodata")
     env.pop("SHIFTNET_STORE", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "shiftnet.cli.main", "-v", "dns", "--listen", f"127.0.0.1:{port}",
-         "--ttl", "17", "--domain", "corp.example", "--empty-non-terminal", "nodata"],
+         "--ttl", "17", "--domain", "corp.example", "--empty-non-terminal", "nodata",
+         "--any-query", "rrsets"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -115,6 +116,18 @@ def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             capture_output=True, text=True,
         ).stdout  # fmt: skip
         assert "status: NOERROR" in ent, ent
+        # the flag and the environment variable reached the zone: ANY gets every RRset,
+        # A at dns-version is NODATA
+        version = [
+            subprocess.run(
+                ["dig", "@127.0.0.1", "-p", str(port), "+time=1", "+tries=1",
+                 "dns-version.corp.example", qtype],
+                capture_output=True, text=True,
+            ).stdout
+            for qtype in ("ANY", "A")
+        ]  # fmt: skip
+        assert 'IN TXT "1.1.0"' in " ".join(version[0].split()), version[0]
+        assert "status: NOERROR" in version[1] and "ANSWER: 0" in version[1], version[1]
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=15)

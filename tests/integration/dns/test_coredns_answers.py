@@ -28,12 +28,16 @@ pytestmark = pytest.mark.integration
 
 Z = "cluster.local"
 SVC = f"svc.{Z}"
+V6_ZONE = "0." * 20 + "6.9.0.0.0.0.d.f.ip6.arpa"  # the reverse zone of fd00:96::/112
 
 
 def cluster_network() -> ClusterNetwork:
     return ClusterNetwork.model_validate(
         {
-            "metadata": {"name": "default"},
+            "metadata": {
+                "name": "default",
+                "annotations": {"shiftnet.io/secondary-service-network": "fd00:96::/112"},
+            },
             "network": "10.3.0.0/16",
             "hostsubnetlength": 8,
             "clusterNetworks": [{"CIDR": "10.3.0.0/16", "hostSubnetLength": 8}],
@@ -71,6 +75,17 @@ async def populate(c: Cluster) -> None:
     await c.client.create(
         service("alias", cluster_ip=None, type="ExternalName", externalName=f"web.default.{SVC}")
     )
+    await c.client.create(
+        service(
+            "dual",
+            cluster_ip="10.96.0.30",
+            clusterIPs=["10.96.0.30", "fd00:96::30"],
+            ipFamilies=["IPv4", "IPv6"],
+            ipFamilyPolicy="PreferDualStack",
+            ports=[{"name": "http", "port": 80}],
+        )
+    )
+    await c.until(f"dual.default.{SVC}", "AAAA", lambda m: bool(m.answer), within=5)
     await c.until(f"my-pet.headless.default.{SVC}", "A", lambda m: bool(m.answer), within=5)
     await c.until(f"alias.default.{SVC}", "CNAME", lambda m: bool(m.answer), within=5)
     await c.until("3.10.in-addr.arpa", "SOA", lambda m: bool(m.answer), within=5)
@@ -223,6 +238,51 @@ CASES: list[tuple[str, str, str, list[str], list[str], str | None]] = [
     # a Namespace object exists even without services; wildcards are off by default
     (f"empty.{SVC}", "A", "NOERROR", [], [], Z),
     (f"*.default.{SVC}", "A", "NXDOMAIN", [], [], Z),
+    # ANY: what A gets there, without records (CoreDNS asks itself A to tell the two apart)
+    (f"web.default.{SVC}", "ANY", "NOERROR", [], [], Z),
+    (f"10-3-0-55.default.pod.{Z}", "ANY", "NOERROR", [], [], Z),
+    (Z, "ANY", "NOERROR", [], [], Z),
+    (f"nope.default.{SVC}", "ANY", "NXDOMAIN", [], [], Z),
+    # dns-version.<zone> is known only for its TXT
+    (f"dns-version.{Z}", "TXT", "NOERROR", [f'dns-version.{Z}. 5 IN TXT "1.1.0"'], [], None),
+    (f"dns-version.{Z}", "A", "NXDOMAIN", [], [], Z),
+    (f"dns-version.{Z}", "AAAA", "NXDOMAIN", [], [], Z),
+    (f"dns-version.{Z}", "ANY", "NXDOMAIN", [], [], Z),
+    # a dual-stack Service (PreferDualStack): A and AAAA, and a PTR for each address
+    (f"dual.default.{SVC}", "A", "NOERROR", [f"dual.default.{SVC}. 5 IN A 10.96.0.30"], [], None),
+    (
+        f"dual.default.{SVC}",
+        "AAAA",
+        "NOERROR",
+        [f"dual.default.{SVC}. 5 IN AAAA fd00:96::30"],
+        [],
+        None,
+    ),
+    (
+        "30.0.96.10.in-addr.arpa",
+        "PTR",
+        "NOERROR",
+        [f"30.0.96.10.in-addr.arpa. 5 IN PTR dual.default.{SVC}."],
+        [],
+        None,
+    ),
+    (
+        dns.reversename.from_address("fd00:96::30").to_text().rstrip("."),
+        "PTR",
+        "NOERROR",
+        [f"{dns.reversename.from_address('fd00:96::30')} 5 IN PTR dual.default.{SVC}."],
+        [],
+        None,
+    ),
+    # the IPv6 service network's reverse zone is ours: a name without a record is NXDOMAIN
+    (
+        dns.reversename.from_address("fd00:96::31").to_text().rstrip("."),
+        "PTR",
+        "NXDOMAIN",
+        [],
+        [],
+        V6_ZONE,
+    ),
 ]
 
 
@@ -457,3 +517,44 @@ async def test_kube_dns_wildcards_when_turned_on(wildcards_on: Cluster) -> None:
             w.split()[-1] for w in want
         ), out
     assert (await c.ask(f"*.nowhere.{SVC}", "A")).rcode() == dns.rcode.NXDOMAIN
+
+
+async def test_coredns_any_and_dns_version_answers_come_from_the_memoised_fast_path(
+    cluster: Cluster,
+) -> None:
+    asked = [(f"web.default.{SVC}", "ANY"), (f"dns-version.{Z}", "A")]
+    for name, rdtype in asked:
+        await cluster.ask(name, rdtype)  # first sight fills the memo
+    before = cluster.server.stats["fast_answers"]
+    for _ in range(3):
+        for name, rdtype in asked:
+            m = await cluster.ask(name, rdtype)
+            assert not m.answer and m.authority, (name, rdtype)
+    assert cluster.server.stats["fast_answers"] - before == 6
+
+
+shiftnet_choices = pytest.fixture(
+    make_cluster_fixture(any_rrsets=True, dns_version_other_nxdomain=False)
+)
+
+
+async def test_shiftnet_answers_for_any_and_dns_version_when_asked(
+    shiftnet_choices: Cluster,
+) -> None:
+    c = shiftnet_choices
+    await populate(c)
+    every_rrset = [
+        f"dual.default.{SVC}. 5 IN A 10.96.0.30",
+        f"dual.default.{SVC}. 5 IN AAAA fd00:96::30",
+        f"dual.default.{SVC}. 5 IN SRV 0 50 80 dual.default.{SVC}.",
+    ]
+    for tcp in (False, True):
+        m = await c.ask(f"dual.default.{SVC}", "ANY", tcp=tcp)
+        assert m.rcode() == dns.rcode.NOERROR and lines(m.answer) == every_rrset, tcp
+        m = await c.ask(f"dns-version.{Z}", "A", tcp=tcp)
+        assert m.rcode() == dns.rcode.NOERROR and not m.answer, tcp
+        assert [r.name.to_text() for r in m.authority] == [f"{Z}."], tcp
+    out = await dig(c.port, f"dual.default.{SVC}", "ANY")
+    assert "status: NOERROR" in out and dig_section(out, "ANSWER") == every_rrset, out
+    out = await dig(c.port, f"dns-version.{Z}", "AAAA")
+    assert "status: NOERROR" in out and dig_section(out, "ANSWER") == [], out

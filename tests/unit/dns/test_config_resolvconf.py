@@ -157,22 +157,29 @@ def test_coredns_answers_are_the_defaults_and_each_alternative_is_a_setting() ->
     cfg = DNSConfig.build(env={})
     assert cfg.headless_empty_nxdomain and cfg.empty_non_terminal_nxdomain
     assert not cfg.externalname_other_cname
+    assert not cfg.any_rrsets and cfg.dns_version_other_nxdomain
     env = {
         "SHIFTNET_DNS_HEADLESS_EMPTY": "nodata",
         "SHIFTNET_DNS_EMPTY_NON_TERMINAL": "NODATA",
         "SHIFTNET_DNS_EXTERNALNAME_OTHER": "cname",
+        "SHIFTNET_DNS_ANY_QUERY": "rrsets",
+        "SHIFTNET_DNS_DNS_VERSION_OTHER": "nodata",
     }
     cfg = DNSConfig.build(env=env)
     assert not cfg.headless_empty_nxdomain and not cfg.empty_non_terminal_nxdomain
     assert cfg.externalname_other_cname
+    assert cfg.any_rrsets and not cfg.dns_version_other_nxdomain
     cfg = DNSConfig.build(
         headless_empty="nxdomain",
         empty_non_terminal="nxdomain",
         externalname_other="nodata",
+        any_query="nodata",
+        dns_version_other="nxdomain",
         env=env,
     )
     assert cfg.headless_empty_nxdomain and cfg.empty_non_terminal_nxdomain
     assert not cfg.externalname_other_cname
+    assert not cfg.any_rrsets and cfg.dns_version_other_nxdomain
 
 
 @pytest.mark.parametrize(
@@ -183,6 +190,11 @@ def test_coredns_answers_are_the_defaults_and_each_alternative_is_a_setting() ->
         (
             {"SHIFTNET_DNS_EXTERNALNAME_OTHER": "srv"},
             "--externalname-other 'srv' must be nodata or",
+        ),
+        ({"SHIFTNET_DNS_ANY_QUERY": "all"}, "--any-query 'all' must be nodata or rrsets"),
+        (
+            {"SHIFTNET_DNS_DNS_VERSION_OTHER": "x"},
+            "--dns-version-other 'x' must be nxdomain or nodata",
         ),
     ],
 )

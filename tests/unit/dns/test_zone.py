@@ -124,7 +124,6 @@ def test_nxdomain_and_nodata_are_told_apart() -> None:
     # existing name, other type
     assert_nodata(resolve(z, "web.default.svc.cluster.local.", T.MX))
     assert_nodata(resolve(z, "web.default.svc.cluster.local.", T.AAAA))
-    assert_nodata(resolve(z, "dns-version.cluster.local.", T.A))
     # the names CoreDNS knows without records: namespaces, svc, the apex
     assert_nodata(resolve(z, "default.svc.cluster.local.", T.A))
     assert_nodata(resolve(z, "svc.cluster.local.", T.A))
@@ -257,7 +256,7 @@ def test_external_name_other_types_are_nodata_by_default_like_coredns(rdtype: in
 def test_external_name_other_types_get_the_cname_when_asked(rdtype: int) -> None:
     z = zone(
         service("ext", cluster_ip=None, type="ExternalName", externalName="db.example.com"),
-        config=ZoneConfig(externalname_other_cname=True),
+        config=ZoneConfig(externalname_other_cname=True, any_rrsets=True),
     )
     res = resolve(z, "ext.default.svc.cluster.local.", rdtype)
     assert res.rcode == dns.rcode.NOERROR and res.chase is None
@@ -314,9 +313,64 @@ def test_service_without_cluster_ip_yet_exists_without_records() -> None:
     )
 
 
-def test_any_returns_every_rrset_at_the_name() -> None:
-    res = resolve(zone(config=ZoneConfig(nameservers=("127.0.0.1",))), "cluster.local.", T.ANY)
+ANY_CASES = [
+    # (name, CoreDNS's rcode: the rcode A gets there)
+    ("cluster.local.", dns.rcode.NOERROR),
+    ("web.default.svc.cluster.local.", dns.rcode.NOERROR),
+    ("_http._tcp.web.default.svc.cluster.local.", dns.rcode.NOERROR),
+    ("dns-version.cluster.local.", dns.rcode.NXDOMAIN),
+    ("10-3-0-9.default.pod.cluster.local.", dns.rcode.NOERROR),
+    ("default.svc.cluster.local.", dns.rcode.NOERROR),
+    ("nope.default.svc.cluster.local.", dns.rcode.NXDOMAIN),
+    ("_tcp.web.default.svc.cluster.local.", dns.rcode.NXDOMAIN),
+]
+
+
+@pytest.mark.parametrize(("name", "rcode"), ANY_CASES)
+def test_any_is_answered_without_records_by_default_like_coredns(name: str, rcode: int) -> None:
+    z = zone(WEB, config=ZoneConfig(nameservers=("127.0.0.1",)))
+    res = resolve(z, name, T.ANY)
+    assert res.rcode == rcode and res.answer == () and res.additional == ()
+    assert [r.rdtype for r in res.authority] == [T.SOA]
+
+
+def test_any_to_an_external_name_inside_the_zone_is_no_chase_and_no_records() -> None:
+    z = zone(
+        WEB,
+        service(
+            "al", cluster_ip=None, type="ExternalName", externalName="web.default.svc.cluster.local"
+        ),
+    )
+    assert_nodata(resolve(z, "al.default.svc.cluster.local.", T.ANY))
+
+
+def test_any_returns_every_rrset_at_the_name_when_asked() -> None:
+    z = zone(WEB, config=ZoneConfig(nameservers=("127.0.0.1",), any_rrsets=True))
+    res = resolve(z, "cluster.local.", T.ANY)
     assert sorted(T.to_text(r.rdtype) for r in res.answer) == ["NS", "SOA"]
+    res = resolve(z, "web.default.svc.cluster.local.", T.ANY)
+    assert texts(res) == [
+        "web.default.svc.cluster.local. 5 A 127.30.0.10",
+        "web.default.svc.cluster.local. 5 SRV 0 50 80 web.default.svc.cluster.local.",
+        "web.default.svc.cluster.local. 5 SRV 0 50 9000 web.default.svc.cluster.local.",
+    ]
+    assert texts(resolve(z, "dns-version.cluster.local.", T.ANY)) == [
+        'dns-version.cluster.local. 5 TXT "1.1.0"'
+    ]
+
+
+@pytest.mark.parametrize("rdtype", [T.A, T.AAAA, T.SRV, T.MX, T.CNAME, T.PTR])
+def test_dns_version_other_types_are_nxdomain_by_default_like_coredns(rdtype: int) -> None:
+    assert_nxdomain(resolve(zone(WEB), "dns-version.cluster.local.", rdtype))
+
+
+@pytest.mark.parametrize("rdtype", [T.A, T.AAAA, T.SRV])
+def test_dns_version_other_types_are_nodata_when_asked(rdtype: int) -> None:
+    z = zone(WEB, config=ZoneConfig(dns_version_other_nxdomain=False))
+    assert_nodata(resolve(z, "dns-version.cluster.local.", rdtype))
+    assert texts(resolve(z, "dns-version.cluster.local.", T.TXT)) == [
+        'dns-version.cluster.local. 5 TXT "1.1.0"'
+    ]
 
 
 def test_build_is_deterministic() -> None:
