@@ -45,7 +45,7 @@ class Informer(Generic[R]):
         self.cls = cls
         self.namespace = namespace
         # Cached objects live as long as the process: stored compactly (api.compact).
-        self._compactor = compactor or Compactor()
+        self._compactor = compactor if compactor is not None else Compactor()
         self.revision = 0
         self._cache: dict[Key, R] = {}
         self._handlers: list[Handler] = []

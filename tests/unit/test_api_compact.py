@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from shiftnet.api import Endpoints, Route, Service
-from shiftnet.api.compact import COMPACT, Compactor
+from shiftnet.api.compact import COMPACT, PRUNE_FLOOR, Compactor
 
 
 def raw_route(name: str) -> dict:
@@ -20,19 +20,37 @@ def raw_route(name: str) -> dict:
             "labels": {"app": "web"},
         },
         "spec": {"host": f"{name}.example.com", "to": {"kind": "Service", "name": "web"}},
-        "status": {"ingress": [{"host": f"{name}.example.com", "routerName": "router",
-                                "conditions": [{"type": "Admitted", "status": "True"}]}]},
+        "status": {
+            "ingress": [
+                {
+                    "host": f"{name}.example.com",
+                    "routerName": "router",
+                    "conditions": [{"type": "Admitted", "status": "True"}],
+                }
+            ]
+        },
     }
 
 
 def test_compact_objects_equal_plain_ones_and_dump_the_same() -> None:
     for cls, raw in (
         (Route, raw_route("a")),
-        (Service, {"metadata": {"name": "web", "namespace": "shop"},
-                   "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
-        (Endpoints, {"metadata": {"name": "web", "namespace": "shop"},
-                     "subsets": [{"addresses": [{"ip": "10.1.0.2"}],
-                                  "ports": [{"name": "http", "port": 8080}]}]}),
+        (
+            Service,
+            {
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+            },
+        ),
+        (
+            Endpoints,
+            {
+                "metadata": {"name": "web", "namespace": "shop"},
+                "subsets": [
+                    {"addresses": [{"ip": "10.1.0.2"}], "ports": [{"name": "http", "port": 8080}]}
+                ],
+            },
+        ),
     ):
         plain = cls.model_validate(copy.deepcopy(raw))
         compact = cls.model_validate(Compactor().strings(copy.deepcopy(raw)), context=COMPACT)
@@ -70,7 +88,23 @@ def test_repeated_strings_are_shared_unique_ones_are_not_interned() -> None:
 
 
 def test_the_string_table_is_bounded() -> None:
-    c = Compactor(limit=50)
+    c = Compactor(prune_at=50)
     for i in range(500):
         c.strings({"metadata": {"name": f"n{i}"}, "spec": {"host": f"h{i}"}})
     assert len(c) <= 52
+
+
+def test_strings_no_object_uses_are_forgotten_and_live_ones_stay_shared() -> None:
+    c = Compactor()
+    kept = [c.strings(raw_route(f"kept{i}")) for i in range(20)]
+    after_first = len(c)
+    for i in range(5000):  # objects decoded and dropped again: churn
+        c.strings(raw_route(f"gone{i}"))
+    # 5,000 names and hosts went through; the table holds about what is alive
+    assert len(c) <= PRUNE_FLOOR + after_first
+    c.prune()
+    assert len(c) <= after_first
+    assert not [s for s in c._table if s.startswith("gone")]
+    again = c.strings(raw_route("kept7"))
+    assert again["metadata"]["name"] is kept[7]["metadata"]["name"]
+    assert again["metadata"]["namespace"] is kept[0]["metadata"]["namespace"]

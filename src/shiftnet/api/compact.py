@@ -22,12 +22,21 @@ things dominate what a decoded object costs beyond its values:
   string values by the table's copy (pydantic keeps the ``str`` it is given),
   except values unique to one object (uid, resourceVersion, timestamps).
 
-Pure: no I/O. The table is bounded: it is emptied when it grows past a limit
-(later objects then share among themselves again); that costs only sharing.
+Pure: no I/O. The table forgets what no object uses any more. Why: a
+long-running process decodes every name, host and timestamp that ever
+existed, and a table that only grew would hold them all (about 1 KiB per
+Route and Service created and deleted, in each component's table). Each time
+it has doubled since it was last pruned (and holds at least
+:data:`PRUNE_FLOOR` entries), it keeps only the strings something besides the
+table still references (``sys.getrefcount``): one pass per doubling, so
+lookups stay O(1) amortised, and the strings of live objects stay shared. On
+an interpreter without ``sys.getrefcount`` a full table is emptied instead
+(later objects then share among themselves again).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,7 +46,7 @@ UNIQUE_KEYS = frozenset(
     {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "lastTransitionTime"}
 )
 LONG_STRING = 256  # certificates, keys and other long values are left alone
-TABLE_LIMIT = 200_000
+PRUNE_FLOOR = 512  # entries: below this the table is never pruned
 
 # Validation context that asks for compact instances (compared by identity).
 COMPACT: dict[str, bool] = {"compact": True}
@@ -54,11 +63,31 @@ def share_fields_set(obj: BaseModel) -> None:
     object.__setattr__(obj, "__pydantic_fields_set__", shared)
 
 
+def _in_use(table: dict[str, str], table_only: int) -> dict[str, str]:
+    """The entries something besides ``table`` still references."""
+    return {s: s for s in table if sys.getrefcount(s) > table_only}
+
+
+def _table_only_references() -> int:
+    """What ``getrefcount`` reports inside :func:`_in_use` for a string only its table
+    holds (key, value, loop variable, argument: 4 on CPython 3.11); 0 without it."""
+    if not hasattr(sys, "getrefcount"):
+        return 0
+    probe = "".join(("compactor-", "probe"))  # built at run time: no constant holds it
+    table = {probe: probe}
+    del probe
+    return next((n for n in range(1, 64) if not _in_use(table, n)), 0)
+
+
+_TABLE_ONLY = _table_only_references()
+
+
 class Compactor:
     """Interns the repeated string values of raw objects before they are decoded."""
 
-    def __init__(self, limit: int = TABLE_LIMIT) -> None:
-        self.limit = limit
+    def __init__(self, prune_at: int = PRUNE_FLOOR) -> None:
+        self.floor = prune_at
+        self._prune_at = prune_at
         self._table: dict[str, str] = {}
 
     def __len__(self) -> int:
@@ -66,10 +95,15 @@ class Compactor:
 
     def strings(self, raw: dict[str, Any]) -> dict[str, Any]:
         """``raw`` itself, its repeated string values replaced by shared equal ones."""
-        if len(self._table) > self.limit:
-            self._table = {}
+        if len(self._table) >= self._prune_at:
+            self.prune()
         self._walk(raw)
         return raw
+
+    def prune(self) -> None:
+        """Forget the strings no object uses any more (all of them without refcounts)."""
+        self._table = _in_use(self._table, _TABLE_ONLY) if _TABLE_ONLY else {}
+        self._prune_at = max(self.floor, 2 * len(self._table))
 
     def _walk(self, d: dict[str, Any]) -> None:
         table = self._table
