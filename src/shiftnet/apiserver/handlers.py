@@ -27,6 +27,7 @@ from shiftnet.apiserver.bodies import (
     read_object,
 )
 from shiftnet.apiserver.config import APIServerConfig
+from shiftnet.apiserver.fanout import WatchFanout
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
 from shiftnet.apiserver.paging import parse_limit
@@ -136,6 +137,7 @@ class ResourceAPI:
         self.store = store
         self.config = config
         self.verbs = Verbs(store)
+        self.watches = WatchFanout(store)
         self.server_address = server_address
 
     # ------------------------------------------------------------ discovery
@@ -358,7 +360,7 @@ class ResourceAPI:
             bookmark_interval=self.config.bookmark_interval,
             table=self._table_maker(request, info) if wants_table(request) else None,
         )
-        return await serve_watch(request, self.store, req)
+        return await serve_watch(request, self.store, req, self.watches)
 
     # ------------------------------------------------------------ output
 

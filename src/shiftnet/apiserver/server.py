@@ -55,6 +55,11 @@ def build_app(
     app.router.add_get("/apis/{group}", api.group)
     app.router.add_route("*", "/api/{tail:.+}", api.resource)
     app.router.add_route("*", "/apis/{group}/{tail:.+}", api.resource)
+
+    async def end_watches(_: web.Application) -> None:
+        await api.watches.close()
+
+    app.on_cleanup.append(end_watches)
     return app
 
 

@@ -1,9 +1,11 @@
 """Watch: a chunked stream of JSON events from a resourceVersion, as upstream sends it.
 
-One store watch per client, pulled through a small bounded queue: the
-server never reads ahead of a client by more than the queue, so a client
-that stops reading holds a fixed amount of memory, and is dropped once a
-write has waited ``watch_write_timeout``. A resourceVersion the store has
+Watches of a resource share one store watch (:mod:`shiftnet.apiserver.fanout`),
+each with a bounded queue; a watch from a revision the shared one is already
+past reads the store for itself, through a small bounded queue. Either way a
+client that stops reading holds a fixed amount of memory, and is dropped once
+a write has waited ``watch_write_timeout`` (or, shared, once its queue is
+full: ``410 Expired``, and the client relists). A resourceVersion the store has
 compacted away ends the stream with an ``ERROR`` event carrying
 ``410 Expired``; the client relists, as after any expiry.
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -22,6 +23,13 @@ from typing import Any
 from aiohttp import web
 
 from shiftnet.api.selectors import Selector
+from shiftnet.apiserver.fanout import (
+    Dropped,
+    SharedEvent,
+    Subscription,
+    WatchFanout,
+    event_line,
+)
 from shiftnet.apiserver.fieldselectors import FieldSelector
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import bad_request, failure
@@ -32,6 +40,7 @@ from shiftnet.store.base import Store, WatchEvent
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 100
+INITIAL_CHUNK = 100  # ADDED events per write of the current objects
 BOOKMARK_INTERVAL = 60.0
 _END = object()
 
@@ -77,12 +86,19 @@ def parse_timeout(text: str | None, default: float) -> float:
 
 
 def _line(etype: str, obj: dict[str, Any]) -> bytes:
-    return json.dumps({"type": etype, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return event_line(etype, obj)
 
 
 def _shown(req: WatchRequest, obj: dict[str, Any]) -> dict[str, Any]:
     out = out_object(obj)
     return req.table([out], {}) if req.table is not None else out
+
+
+def _encoded(req: WatchRequest, ev: SharedEvent, etype: str) -> bytes:
+    """The event's line: the shared encoding, or this watcher's own one-row Table."""
+    if req.table is None:
+        return ev.line(etype)
+    return event_line(etype, req.table([ev.shown()], {}))
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str]:
@@ -123,17 +139,73 @@ class _Filter:
         return None
 
 
-async def _produce(store: Store, req: WatchRequest, start: int, queue: asyncio.Queue[Any]) -> None:
-    try:
-        async for ev in store.watch(req.info.plural, start, req.namespace):
-            await queue.put(ev)
-    except Expired as err:
-        await queue.put(err)
-    except StoreUnavailable as err:
-        log.warning("watch ended resource=%s error=%s", req.info.plural, err)
-    finally:
-        with contextlib.suppress(asyncio.QueueFull):
-            queue.put_nowait(_END)
+class _PrivateFeed:
+    """This watch's own store watch, for a start the shared one is already past.
+
+    Pulled through a bounded queue: the store is never read ahead of the client
+    by more than the queue, so a client that stops reading holds a fixed amount.
+    """
+
+    def __init__(self, store: Store, req: WatchRequest, start: int) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_SIZE)
+        self.task = asyncio.create_task(self._produce(store, req, start), name="apiserver-watch")
+
+    async def _produce(self, store: Store, req: WatchRequest, start: int) -> None:
+        try:
+            async for ev in store.watch(req.info.plural, start, req.namespace):
+                await self.queue.put(SharedEvent(ev))
+        except Expired as err:
+            await self.queue.put(err)
+        except StoreUnavailable as err:
+            log.warning("watch ended resource=%s error=%s", req.info.plural, err)
+        finally:
+            with contextlib.suppress(asyncio.QueueFull):
+                self.queue.put_nowait(_END)
+
+    async def next(self, wait: float) -> tuple[list[SharedEvent], object | None]:
+        items: list[Any] = []
+        if self.queue.empty():
+            try:
+                async with asyncio.timeout(wait):
+                    items.append(await self.queue.get())
+            except TimeoutError:
+                return [], None
+        while not self.queue.empty():
+            items.append(self.queue.get_nowait())
+        batch: list[SharedEvent] = []
+        for item in items:
+            if not isinstance(item, SharedEvent):
+                return batch, item
+            batch.append(item)
+        return batch, None
+
+    async def close(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self.task
+
+
+class _SharedFeed:
+    """This watch's subscription to the resource's shared store watch."""
+
+    def __init__(self, sub: Subscription) -> None:
+        self.sub = sub
+
+    async def next(self, wait: float) -> tuple[list[SharedEvent], object | None]:
+        if not self.sub.events and self.sub.ended is None:
+            try:
+                async with asyncio.timeout(wait):
+                    await self.sub.wait()
+            except TimeoutError:
+                return [], None
+        batch = self.sub.take()
+        ended = self.sub.ended
+        if isinstance(ended, StoreUnavailable):
+            return batch, _END
+        return batch, ended
+
+    async def close(self) -> None:
+        self.sub.close()
 
 
 async def _initial(store: Store, req: WatchRequest) -> tuple[list[dict[str, Any]], int]:
@@ -141,19 +213,50 @@ async def _initial(store: Store, req: WatchRequest) -> tuple[list[dict[str, Any]
     return listed.items, listed.revision
 
 
-async def stream_events(store: Store, req: WatchRequest) -> AsyncGenerator[bytes, None]:
-    """The encoded lines of one watch, ending at its timeout or on expiry."""
+async def _feed(
+    store: Store, req: WatchRequest, start: int, fanout: WatchFanout | None
+) -> _PrivateFeed | _SharedFeed:
+    if fanout is not None:
+        sub = await fanout.subscribe(req.info.plural, req.namespace, start)
+        if sub is not None:
+            return _SharedFeed(sub)
+    return _PrivateFeed(store, req, start)
+
+
+def _ending(item: object) -> bytes | None:
+    """The last line of a stream that ends because of ``item``, if it has one."""
+    if isinstance(item, Expired):
+        why = f"too old resource version: {item.revision} ({item.oldest})"
+        return _line("ERROR", failure(410, "Expired", why))
+    if isinstance(item, Dropped):
+        why = "the watcher fell behind the changes: list and watch again"
+        return _line("ERROR", failure(410, "Expired", why))
+    return None
+
+
+async def stream_events(
+    store: Store, req: WatchRequest, fanout: WatchFanout | None = None
+) -> AsyncGenerator[bytes, None]:
+    """The encoded lines of one watch, ending at its timeout or on expiry.
+
+    Each chunk holds every event ready at the time, so a burst costs one write.
+    """
     filt = _Filter(req)
     start = req.start
     if start is None:
         items, start = await _initial(store, req)
+        chunk: list[bytes] = []
         for obj in items:
             if filt.matches(obj):
                 filt.seen(obj)
-                yield _line("ADDED", _shown(req, obj))
+                chunk.append(_line("ADDED", _shown(req, obj)))
+                if len(chunk) == INITIAL_CHUNK:
+                    yield b"".join(chunk)
+                    chunk = []
+        if chunk:
+            yield b"".join(chunk)
     last = start
-    queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_SIZE)
-    producer = asyncio.create_task(_produce(store, req, start, queue), name="apiserver-watch")
+    feed = await _feed(store, req, start, fanout)
     deadline = time.monotonic() + req.timeout
     next_bookmark = time.monotonic() + req.bookmark_interval
     try:
@@ -164,32 +267,27 @@ async def stream_events(store: Store, req: WatchRequest) -> AsyncGenerator[bytes
             wait = deadline - now
             if req.bookmarks:
                 wait = min(wait, max(next_bookmark - now, 0.0))
-            try:
-                item = await asyncio.wait_for(queue.get(), wait)
-            except TimeoutError:
+            batch, ended = await feed.next(wait)
+            if not batch and ended is None:
                 if req.bookmarks and time.monotonic() >= next_bookmark:
                     next_bookmark = time.monotonic() + req.bookmark_interval
                     yield _line("BOOKMARK", _bookmark(req.info, last))
                 continue
-            if item is _END:
+            lines: list[bytes] = []
+            for ev in batch:
+                last = ev.revision
+                etype = filt.event_type(ev.event)
+                if etype is not None:
+                    lines.append(_encoded(req, ev, etype))
+            if lines:
+                yield b"".join(lines)
+            if ended is not None:
+                final = _ending(ended)
+                if final is not None:
+                    yield final
                 return
-            if isinstance(item, Expired):
-                yield _line(
-                    "ERROR",
-                    failure(
-                        410, "Expired", f"too old resource version: {item.revision} ({item.oldest})"
-                    ),
-                )
-                return
-            assert isinstance(item, WatchEvent)
-            last = item.revision
-            etype = filt.event_type(item)
-            if etype is not None:
-                yield _line(etype, _shown(req, item.object))
     finally:
-        producer.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await producer
+        await feed.close()
 
 
 def _bookmark(info: ResourceInfo, revision: int) -> dict[str, Any]:
@@ -200,15 +298,18 @@ def _bookmark(info: ResourceInfo, revision: int) -> dict[str, Any]:
     }
 
 
-async def serve_watch(request: web.Request, store: Store, req: WatchRequest) -> web.StreamResponse:
+async def serve_watch(
+    request: web.Request, store: Store, req: WatchRequest, fanout: WatchFanout | None = None
+) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
     resp.enable_chunked_encoding()
     await resp.prepare(request)
-    lines = stream_events(store, req)
+    lines = stream_events(store, req, fanout)
     try:
         async for line in lines:
             try:
-                await asyncio.wait_for(resp.write(line), req.write_timeout)
+                async with asyncio.timeout(req.write_timeout):  # a timer, not a task per write
+                    await resp.write(line)
             except TimeoutError:
                 log.warning(
                     "watcher dropped: not reading resource=%s peer=%s",
