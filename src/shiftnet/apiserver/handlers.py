@@ -211,6 +211,7 @@ class ResourceAPI:
                 field_selector=q.get("fieldSelector"),
                 limit=parse_limit(q.get("limit")),
                 continue_token=q.get("continue"),
+                shape=not wants_table(request),  # a Table shapes only what it shows
             )
             return self._answer(request, info, result, listed=True)
         if request.method == "POST":
@@ -373,19 +374,14 @@ class ResourceAPI:
             raise bad_request(str(err)) from None
 
         def make(items: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-            objects = [info.model.model_validate(o) for o in items]
-            table = tables.table_for(
+            return tables.table_of_stored(
                 info.model,
-                objects,
+                items,
                 include_object=include,
                 now=dt.datetime.now(dt.UTC),
                 resource_version=str(meta.get("resourceVersion") or ""),
                 continue_token=str(meta.get("continue") or ""),
             )
-            if include == "Object":
-                for row, obj in zip(table["rows"], items, strict=True):
-                    row["object"] = obj
-            return table
 
         return make
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from shiftnet.api.base import Resource
 from shiftnet.api.columns import cells, columns_for
+from shiftnet.apiserver.wire import out_object, shown_metadata
 from shiftnet.errors import InvalidInput
 
 IncludeObject = Literal["None", "Metadata", "Object"]
@@ -98,3 +99,43 @@ def table_for(
         "columnDefinitions": column_definitions(kind),
         "rows": rows,
     }
+
+
+def table_of_stored(
+    kind: type[Resource],
+    items: Sequence[dict[str, Any]],
+    *,
+    include_object: IncludeObject = "Metadata",
+    now: dt.datetime,
+    resource_version: str = "",
+    continue_token: str = "",
+) -> dict[str, Any]:
+    """:func:`table_for` of objects as the store holds them (or as the API shows them).
+
+    Each row's metadata comes from the stored metadata, and the whole object is
+    shaped only when the row carries it: a Table of a long list costs the
+    columns, not a shaped copy of every object.
+    """
+    metas = [shown_metadata(raw.get("metadata") or {}) for raw in items]
+    objects = [
+        kind.model_validate({**raw, "metadata": m}) for raw, m in zip(items, metas, strict=True)
+    ]
+    table = table_for(
+        kind,
+        objects,
+        include_object="None",
+        now=now,
+        resource_version=resource_version,
+        continue_token=continue_token,
+    )
+    if include_object == "Metadata":
+        for row, meta in zip(table["rows"], metas, strict=True):
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": TABLE_API_VERSION,
+                "metadata": meta,
+            }
+    elif include_object == "Object":
+        for row, raw in zip(table["rows"], items, strict=True):
+            row["object"] = out_object(raw)
+    return table

@@ -191,7 +191,9 @@ class Verbs:
         field_selector: str | None = None,
         limit: int = 0,
         continue_token: str | None = None,
+        shape: bool = True,
     ) -> dict[str, Any]:
+        """A page of the kind's list; ``shape=False`` leaves the items as stored."""
         try:
             parse_selector(label_selector)
         except InvalidInput as err:
@@ -206,7 +208,7 @@ class Verbs:
             items = [o for o in items if fields.matches(o)]
         revision = after.revision if after is not None else result.revision
         chosen, token, remaining = page(items, revision, limit, after)
-        return out_list(info, chosen, revision, token, remaining if token else None)
+        return out_list(info, chosen, revision, token, remaining if token else None, shape)
 
     # ------------------------------------------------------------------ writes
 

@@ -27,8 +27,35 @@ _USER_MAPS = frozenset({"labels", "annotations", "selector", "nodeSelector", "da
 def omit_empty(value: Any) -> Any:
     """Drop empty strings, lists and objects, as Go's ``omitempty`` leaves them out."""
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
+        return _omit_in_dict(value)
+    if isinstance(value, list):
+        return [omit_empty(v) for v in value]
+    return value
+
+
+def _omit_in_dict(value: dict[str, Any]) -> dict[str, Any]:
+    # Every list or shaping of an object passes here: plain type tests first, the
+    # general case last.
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str:
+            if item:
+                out[key] = item
+        elif kind is dict:
+            if key in _USER_MAPS:
+                if item:
+                    out[key] = dict(item)
+                continue
+            kept = _omit_in_dict(item)
+            if kept:
+                out[key] = kept
+        elif kind is list:
+            if item:
+                out[key] = [omit_empty(v) for v in item]
+        elif kind is int or kind is bool or kind is float or item is None:
+            out[key] = item
+        else:
             if key in _USER_MAPS and isinstance(item, dict):
                 if item:
                     out[key] = dict(item)
@@ -36,10 +63,16 @@ def omit_empty(value: Any) -> Any:
             kept = omit_empty(item)
             if kept not in ("", [], {}):
                 out[key] = kept
-        return out
-    if isinstance(value, list):
-        return [omit_empty(v) for v in value]
-    return value
+    return out
+
+
+def shown_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """An object's metadata as the API shows it (see :func:`out_object`)."""
+    out = _omit_in_dict(meta)
+    stamp = out.get("creationTimestamp")
+    if isinstance(stamp, str):
+        out["creationTimestamp"] = rfc3339_seconds(stamp)
+    return out
 
 
 def out_object(obj: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +92,9 @@ def out_list(
     revision: int,
     continue_token: str = "",
     remaining: int | None = None,
+    shape: bool = True,
 ) -> dict[str, Any]:
+    """A kind's list; ``shape=False`` leaves the items as stored (for a Table)."""
     meta: dict[str, Any] = {"resourceVersion": str(revision)}
     if continue_token:
         meta["continue"] = continue_token
@@ -69,5 +104,5 @@ def out_list(
         "kind": f"{info.kind}List",
         "apiVersion": info.group_version,
         "metadata": meta,
-        "items": [out_object(o) for o in items],
+        "items": [out_object(o) for o in items] if shape else items,
     }
