@@ -101,7 +101,10 @@ def server_name(slot: int) -> str:
     return f"s{slot}"
 
 
-@functools.lru_cache(maxsize=32768)
+@functools.lru_cache(maxsize=1024)
 def backend_digest(backend: str) -> str:
-    """64 hex digits from the backend name: the default cookie name and the slot cookies."""
+    """64 hex digits from the backend name: the default cookie name and the slot cookies.
+
+    The cap is small on purpose: every Route name ever seen passes through
+    here, and an entry costs about 270 bytes against 0.3 us to hash again."""
     return hashlib.sha256(backend.encode()).hexdigest()
