@@ -154,6 +154,13 @@ def _place(info: ResourceInfo, obj: Resource, namespace: str | None) -> None:
     obj.metadata.namespace = namespace
 
 
+def _reset_status(obj: Resource) -> None:
+    """The kind's empty status in place of the one sent (parsed already, so no second parse)."""
+    field = type(obj).model_fields.get("status")
+    if field is not None:
+        setattr(obj, "status", field.get_default(call_default_factory=True))  # noqa: B010
+
+
 class Verbs:
     """get, list, create, update, patch, delete of one store, in Kubernetes' terms."""
 
@@ -233,8 +240,9 @@ class Verbs:
     ) -> dict[str, Any]:
         obj = parse(info, raw, check)
         _place(info, obj, namespace)
-        # as kubectl create: no status, no server identity from the client
-        obj = type(obj).model_validate({k: v for k, v in obj.to_dict().items() if k != "status"})
+        # As upstream's create: the status sent is decoded (a badly shaped one is
+        # refused) and then reset; no server identity from the client.
+        _reset_status(obj)
         for field in ("uid", "resource_version", "creation_timestamp", "generation"):
             setattr(obj.metadata, field, None)
         prefix = obj.metadata.generate_name

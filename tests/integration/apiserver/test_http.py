@@ -410,3 +410,26 @@ def test_a_watcher_that_stops_reading_is_dropped_and_others_go_on(
         stuck.close()
     finally:
         api.stop()
+
+
+def test_create_resets_the_status_sent_and_refuses_a_badly_shaped_one(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    sent = {
+        **route("st"),
+        "status": {"ingress": [{"host": "st.example.com", "routerName": "forged"}]},
+    }
+    made = http.post(ROUTES, json=sent)
+    assert made.status_code == 201, made.text
+    assert "ingress" not in (made.json().get("status") or {})
+    assert "ingress" not in (http.get(f"{ROUTES}/st").json().get("status") or {})
+    before = revision(api)
+    for status in ("abc", {"ingress": "abc"}, {"ingress": [{"conditions": 5}]}):
+        bad = http.post(ROUTES, json={**route("st2"), "status": status})
+        assert bad.status_code in (400, 422), (status, bad.text)
+        assert "status" in bad.json()["message"], bad.text
+    strict = http.post(
+        ROUTES, params={"fieldValidation": "Strict"}, json={**route("st3"), "status": {"x": 1}}
+    )
+    assert strict.status_code == 400 and "status.x" in strict.json()["message"], strict.text
+    assert revision(api) == before
