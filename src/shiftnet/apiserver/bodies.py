@@ -106,8 +106,18 @@ def _plain(value: Any, path: str, found: list[str]) -> Any:
 
 def _decode_json(raw: bytes) -> Body:
     too_deep = f"the request body is not valid JSON: nesting deeper than {MAX_NESTING} levels"
+    repeats = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeats
+        out = dict(items)
+        if len(out) == len(items):
+            return out  # nearly every object: no key twice, nothing to remember
+        repeats = True
+        return _pairs(items)
+
     try:
-        doc = json.loads(raw, object_pairs_hook=_pairs)
+        doc = json.loads(raw, object_pairs_hook=pairs)
     except RecursionError:
         raise bad_request(too_deep) from None
     except (ValueError, UnicodeDecodeError) as err:
@@ -115,7 +125,8 @@ def _decode_json(raw: bytes) -> Body:
     if nesting(doc) > MAX_NESTING:
         raise bad_request(too_deep)
     found: list[str] = []
-    doc = _plain(doc, "", found)
+    if repeats:  # only then are there _Pairs to turn into plain dicts
+        doc = _plain(doc, "", found)
     return Body(doc, tuple(found))
 
 
