@@ -17,7 +17,7 @@ import copy
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from shiftnet.api import Service
 from shiftnet.api.apply_merge import merged_for_update
@@ -157,8 +157,12 @@ def _place(info: ResourceInfo, obj: Resource, namespace: str | None) -> None:
 def _reset_status(obj: Resource) -> None:
     """The kind's empty status in place of the one sent (parsed already, so no second parse)."""
     field = type(obj).model_fields.get("status")
-    if field is not None:
-        setattr(obj, "status", field.get_default(call_default_factory=True))  # noqa: B010
+    if field is None:
+        return
+    # the factory itself: FieldInfo.get_default inspects its signature on every call
+    factory = cast(Callable[[], Any] | None, field.default_factory)
+    empty = factory() if factory is not None else copy.deepcopy(field.default)
+    setattr(obj, "status", empty)  # noqa: B010  (Resource itself declares no status)
 
 
 class Verbs:
