@@ -22,8 +22,9 @@ from shiftnet.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.integration
 
-ROUTES = find("route.openshift.io", "v1", "routes")
-assert ROUTES is not None
+_FOUND = find("route.openshift.io", "v1", "routes")
+assert _FOUND is not None
+ROUTES = _FOUND
 
 
 class CountingStore(SqliteStore):
