@@ -321,6 +321,21 @@ CONTAINER = Message(
     },
 )
 
+HOST_ALIAS = Message("HostAlias", {1: string("ip"), 2: string("hostnames", repeated=True)})
+
+POD_DNS_CONFIG = Message(
+    "PodDNSConfig",
+    {
+        1: string("nameservers", repeated=True),
+        2: string("searches", repeated=True),
+        3: message(
+            "options",
+            Message("PodDNSConfigOption", {1: string("name"), 2: string("value", pointer=True)}),
+            repeated=True,
+        ),
+    },
+)
+
 POD_SPEC = Message(
     "PodSpec",
     {
@@ -348,10 +363,10 @@ POD_SPEC = Message(
         18: opaque("affinity"),
         19: string("schedulerName"),
         22: opaque("tolerations", repeated=True),
-        23: opaque("hostAliases", repeated=True),
+        23: message("hostAliases", HOST_ALIAS, repeated=True),
         24: string("priorityClassName"),
         25: integer("priority", pointer=True),
-        26: opaque("dnsConfig"),
+        26: message("dnsConfig", POD_DNS_CONFIG, pointer=True),
         28: opaque("readinessGates", repeated=True),
         29: string("runtimeClassName", pointer=True),
         30: boolean("enableServiceLinks", pointer=True),

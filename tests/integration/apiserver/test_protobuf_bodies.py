@@ -167,6 +167,7 @@ def test_kubectl_run_sends_json_and_debug_copies_the_pod_as_protobuf(
     assert pod["metadata"]["labels"] == {"run": "web"}
     assert pod["spec"] == {
         "containers": [{"command": ["python3", "-m", "http.server"], "image": "x", "name": "web"}],
+        "dnsPolicy": "ClusterFirst",  # defaulted, as Kubernetes does
         "restartPolicy": "Always",
         "terminationGracePeriodSeconds": 30,
     }
