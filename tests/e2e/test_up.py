@@ -214,6 +214,36 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             timeout=30,
         )
         assert "podserver pod=hello-1 ns=demo listening on" in logs.stdout, logs.stderr
+
+        def kubectl_run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*kubectl, *args], env=kube_env, input=stdin, capture_output=True, text=True,
+                timeout=30,
+            )  # fmt: skip
+
+        resources = kubectl_run("api-resources")
+        assert re.search(
+            r"^routes\s+route\.openshift\.io/v1\s+true\s+Route$", resources.stdout, re.M
+        )
+        # A Route made with kubectl apply is served by this cluster's router.
+        route = (
+            "apiVersion: route.openshift.io/v1\nkind: Route\n"
+            "metadata: {name: by-kubectl, namespace: demo}\n"
+            "spec: {host: kubectl.demo.example.com, to: {kind: Service, name: hello}}\n"
+        )
+        made = kubectl_run("apply", "-f", "-", stdin=route)
+        assert made.stdout.strip() == "route.route.openshift.io/by-kubectl created", made.stderr
+        again = kubectl_run("apply", "-f", "-", stdin=route)
+        assert again.stdout.strip() == "route.route.openshift.io/by-kubectl unchanged"
+        assert "ns=demo" in through_router(http_port, "kubectl.demo.example.com", "/")
+        # ... and one the router could not serve is refused naming its field, writing nothing.
+        bad = route.replace("by-kubectl", "bad").replace(
+            "to: {kind: Service, name: hello}",
+            "path: /x, tls: {termination: passthrough}, to: {kind: Service, name: hello}",
+        )
+        refused = kubectl_run("apply", "-f", "-", stdin=bad)
+        assert refused.returncode != 0 and "spec.path" in refused.stderr, refused.stderr
+        assert "bad" not in kubectl_run("get", "routes", "-n", "demo", "-o", "name").stdout
         pids = pod_pids(state)
         assert len(pids) == 7
         starts = {pid: process_start_time(pid) for pid in pids}
