@@ -55,9 +55,13 @@ A = dns.rdatatype.A
 AAAA = dns.rdatatype.AAAA
 ANY = dns.rdatatype.ANY
 CNAME = dns.rdatatype.CNAME
+PTR = dns.rdatatype.PTR
 SOA = dns.rdatatype.SOA
 SRV = dns.rdatatype.SRV
 TXT = dns.rdatatype.TXT
+# CoreDNS gives the schema version's TXT a fixed TTL of 8 hours, whatever the zone's TTL.
+DNS_VERSION_TTL = 28800
+REVERSE_SUFFIXES = (".in-addr.arpa.", ".ip6.arpa.")
 
 Name = dns.name.Name
 
@@ -242,8 +246,9 @@ class Zone:
 
     def _make_rrset(self, owner: str, rdtype: int, rds: Iterable[RData]) -> dns.rrset.RRset:
         rrset = dns.rrset.RRset(dns.name.from_text(owner), IN, dns.rdatatype.RdataType.make(rdtype))
+        ttl = DNS_VERSION_TTL if owner == self._version_owner else self.ttl
         for rd in rds:
-            rrset.add(_rdata(rdtype, rd), self.ttl)
+            rrset.add(_rdata(rdtype, rd), ttl)
         return rrset
 
     def _apex(self, key: str) -> str | None:
@@ -300,6 +305,8 @@ class Zone:
                 rcode = dns.rcode.NOERROR
                 if key == self._version_owner and self.dns_version_other_nxdomain:
                     rcode = dns.rcode.NXDOMAIN  # CoreDNS knows dns-version only for TXT
+                elif PTR in found and key.endswith(REVERSE_SUFFIXES):
+                    rcode = dns.rcode.NXDOMAIN  # CoreDNS answers reverse names only for PTR
                 return Resolution(rcode, tuple(answer), self._negative(key))
             hits = [self._rrset(key, t) for t in types]
             extra = self._additional(found[SRV]) if SRV in types else ()

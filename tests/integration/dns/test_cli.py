@@ -131,7 +131,7 @@ def test_serves_dig_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=15)
-    assert " ".join(out.split()) == 'dns-version.corp.example. 17 IN TXT "1.1.0"', err
+    assert " ".join(out.split()) == 'dns-version.corp.example. 28800 IN TXT "1.1.0"', err
     assert proc.returncode == 143, err
     assert "Traceback" not in err
 

@@ -194,6 +194,9 @@ CASES: list[tuple[str, str, str, list[str], list[str], str | None]] = [
         [],
         None,
     ),
+    # a reverse name is known only for its PTR (CoreDNS parses nothing else there)
+    ("21.0.3.10.in-addr.arpa", "A", "NXDOMAIN", [], [], "3.10.in-addr.arpa"),
+    ("10.0.96.10.in-addr.arpa", "TXT", "NXDOMAIN", [], [], "96.10.in-addr.arpa"),
     # authoritative for the reverse zones of the networks: NXDOMAIN with that zone's SOA
     ("99.0.3.10.in-addr.arpa", "PTR", "NXDOMAIN", [], [], "3.10.in-addr.arpa"),
     ("7.7.98.10.in-addr.arpa", "PTR", "NXDOMAIN", [], [], "98.10.in-addr.arpa"),
@@ -244,7 +247,7 @@ CASES: list[tuple[str, str, str, list[str], list[str], str | None]] = [
     (Z, "ANY", "NOERROR", [], [], Z),
     (f"nope.default.{SVC}", "ANY", "NXDOMAIN", [], [], Z),
     # dns-version.<zone> is known only for its TXT
-    (f"dns-version.{Z}", "TXT", "NOERROR", [f'dns-version.{Z}. 5 IN TXT "1.1.0"'], [], None),
+    (f"dns-version.{Z}", "TXT", "NOERROR", [f'dns-version.{Z}. 28800 IN TXT "1.1.0"'], [], None),
     (f"dns-version.{Z}", "A", "NXDOMAIN", [], [], Z),
     (f"dns-version.{Z}", "AAAA", "NXDOMAIN", [], [], Z),
     (f"dns-version.{Z}", "ANY", "NXDOMAIN", [], [], Z),

@@ -113,7 +113,7 @@ CASES = [
     (
         ["dns-version.cluster.local", "TXT"],
         "NOERROR",
-        ['dns-version.cluster.local. 5 IN TXT "1.1.0"'],
+        ['dns-version.cluster.local. 28800 IN TXT "1.1.0"'],
     ),
     (
         ["cluster.local", "SOA"],

@@ -91,13 +91,25 @@ def test_ptr_for_ipv6_service_ip() -> None:
     assert [rd.to_text() for rr in res.answer for rd in rr] == ["v6.default.svc.cluster.local."]
 
 
+@pytest.mark.parametrize("rdtype", [T.A, T.AAAA, T.TXT, T.SRV])
+def test_other_questions_at_a_reverse_name_are_nxdomain_like_coredns(rdtype: int) -> None:
+    assert_nxdomain(resolve(zone(WEB), "10.0.30.127.in-addr.arpa.", rdtype))
+
+
+def test_dns_version_keeps_coredns_ttl_whatever_the_zone_ttl() -> None:
+    z = zone(config=ZoneConfig(ttl=17))
+    assert texts(resolve(z, "dns-version.cluster.local.", T.TXT)) == [
+        'dns-version.cluster.local. 28800 TXT "1.1.0"'
+    ]
+
+
 def test_unknown_reverse_names_are_not_ours() -> None:
     assert zone(WEB).resolve(N("11.0.30.127.in-addr.arpa."), T.PTR) is None
 
 
 def test_dns_version_txt() -> None:
     res = resolve(zone(), "dns-version.cluster.local.", T.TXT)
-    assert texts(res) == ['dns-version.cluster.local. 5 TXT "1.1.0"']
+    assert texts(res) == ['dns-version.cluster.local. 28800 TXT "1.1.0"']
 
 
 def test_apex_soa_and_ns() -> None:
@@ -355,7 +367,7 @@ def test_any_returns_every_rrset_at_the_name_when_asked() -> None:
         "web.default.svc.cluster.local. 5 SRV 0 50 9000 web.default.svc.cluster.local.",
     ]
     assert texts(resolve(z, "dns-version.cluster.local.", T.ANY)) == [
-        'dns-version.cluster.local. 5 TXT "1.1.0"'
+        'dns-version.cluster.local. 28800 TXT "1.1.0"'
     ]
 
 
@@ -369,7 +381,7 @@ def test_dns_version_other_types_are_nodata_when_asked(rdtype: int) -> None:
     z = zone(WEB, config=ZoneConfig(dns_version_other_nxdomain=False))
     assert_nodata(resolve(z, "dns-version.cluster.local.", rdtype))
     assert texts(resolve(z, "dns-version.cluster.local.", T.TXT)) == [
-        'dns-version.cluster.local. 5 TXT "1.1.0"'
+        'dns-version.cluster.local. 28800 TXT "1.1.0"'
     ]
 
 
