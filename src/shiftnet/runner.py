@@ -9,6 +9,12 @@ failed ``haproxy -c`` or reload is tried again on its own, not only when an
 unrelated event arrives). A failing run is logged, never allowed to kill
 the loop.
 
+:meth:`CoalescingRunner.kick_when_quiet` asks for a run that can wait: it
+comes once such requests pause for a quiet period, and no later than a
+bound after the first of them (a reload owed by changes HAProxy already
+serves waits for the stream of route changes to end, without a task of its
+own).
+
 Time comes from a :class:`Clock` (the event loop's by default), so tests
 drive the runner with a clock they advance by hand.
 """
@@ -64,6 +70,9 @@ class CoalescingRunner:
         self.runs = 0
         self.failures = 0  # runs that raised
         self._pending = asyncio.Event()
+        self._rescheduled = asyncio.Event()  # wakes the loop to look at _quiet_due again
+        self._quiet_first: float | None = None  # the first kick_when_quiet since the last run
+        self._quiet_due: float | None = None  # when the quiet kick is due
         self._task: asyncio.Task[None] | None = None
         self._last = float("-inf")  # when the last run started (min_interval counts from it)
         self._since = clock.monotonic()  # the last run or the start (max_interval counts from it)
@@ -73,9 +82,23 @@ class CoalescingRunner:
         """Ask for a run soon; cheap and safe to call from any handler."""
         self._pending.set()
 
+    def kick_when_quiet(self, quiet: float, at_most: float) -> None:
+        """Ask for a run once these calls pause for ``quiet`` seconds.
+
+        Each call moves the run to ``quiet`` seconds from now, but never past
+        ``at_most`` seconds after the first call since the last run. Any run
+        (kicked, resync, flush) satisfies the request.
+        """
+        now = self.clock.monotonic()
+        if self._quiet_first is None:
+            self._quiet_first = now
+        self._quiet_due = min(now + quiet, self._quiet_first + at_most)
+        self._rescheduled.set()
+
     async def _run_once(self) -> None:
         async with self._lock:
             self._pending.clear()
+            self._quiet_first = self._quiet_due = None
             self._last = self._since = self.clock.monotonic()
             try:
                 await self.fn()
@@ -94,21 +117,28 @@ class CoalescingRunner:
                 self.runs += 1
 
     async def _wait_for_kick(self) -> None:
-        """Until a kick, or until ``max_interval`` has passed since the last run."""
-        if self.max_interval is None:
-            await self._pending.wait()
-            return
-        remaining = self._since + self.max_interval - self.clock.monotonic()
-        if self._pending.is_set() or remaining <= 0:
-            return
-        kicked = asyncio.ensure_future(self._pending.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(remaining))
-        try:
-            await asyncio.wait({kicked, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (kicked, timer):
-                task.cancel()
-            await asyncio.gather(kicked, timer, return_exceptions=True)
+        """Until a kick, a quiet kick's time, or ``max_interval`` since the last run."""
+        while not self._pending.is_set():
+            self._rescheduled.clear()
+            due = [t for t in (self._quiet_due, self._resync_due()) if t is not None]
+            remaining = min(due) - self.clock.monotonic() if due else None
+            if remaining is not None and remaining <= 0:
+                return
+            waits: list[asyncio.Future[object]] = [
+                asyncio.ensure_future(self._pending.wait()),
+                asyncio.ensure_future(self._rescheduled.wait()),
+            ]
+            if remaining is not None:
+                waits.append(asyncio.ensure_future(self.clock.sleep(remaining)))
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in waits:
+                    task.cancel()
+                await asyncio.gather(*waits, return_exceptions=True)
+
+    def _resync_due(self) -> float | None:
+        return None if self.max_interval is None else self._since + self.max_interval
 
     async def _loop(self) -> None:
         while True:

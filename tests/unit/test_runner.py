@@ -44,7 +44,8 @@ async def settle() -> None:
 
 class Calls:
     def __init__(self, clock: FakeClock, fail: int = 0) -> None:
-        self.clock, self.fail, self.at = clock, fail, []
+        self.clock, self.fail = clock, fail
+        self.at: list[float] = []
 
     async def __call__(self) -> None:
         self.at.append(self.clock.now)
@@ -140,3 +141,52 @@ async def test_flush_runs_now_and_stop_ends_a_waiting_runner(clock: FakeClock) -
     await settle()  # waiting out min_interval on the fake clock
     await asyncio.wait_for(runner.stop(), timeout=5)
     assert calls.at == [1000.0]
+
+
+async def test_a_quiet_kick_runs_once_the_calls_pause(clock: FakeClock) -> None:
+    calls = Calls(clock)
+    runner = CoalescingRunner(calls, min_interval=1.0, name="t", clock=clock)
+    await runner.start()
+    try:
+        runner.kick_when_quiet(5.0, at_most=30.0)
+        await clock.advance(4.0)
+        runner.kick_when_quiet(5.0, at_most=30.0)  # another change: the run moves on
+        await clock.advance(4.0)
+        assert calls.at == []
+        await clock.advance(1.0)
+        assert calls.at == [1009.0]
+        await clock.advance(60.0)
+        assert calls.at == [1009.0]  # one request, one run
+    finally:
+        await runner.stop()
+
+
+async def test_a_quiet_kick_waits_at_most_its_bound(clock: FakeClock) -> None:
+    calls = Calls(clock)
+    runner = CoalescingRunner(calls, name="t", clock=clock)
+    await runner.start()
+    try:
+        for _ in range(12):  # a change every 3 s: never 5 s quiet
+            runner.kick_when_quiet(5.0, at_most=30.0)
+            await clock.advance(3.0)
+        assert calls.at == [1030.0]
+    finally:
+        await runner.stop()
+
+
+async def test_any_run_satisfies_a_quiet_kick(clock: FakeClock) -> None:
+    calls = Calls(clock)
+    runner = CoalescingRunner(calls, max_interval=100.0, name="t", clock=clock)
+    await runner.start()
+    try:
+        runner.kick_when_quiet(5.0, at_most=30.0)
+        await clock.advance(2.0)
+        runner.kick()
+        await settle()
+        assert calls.at == [1002.0]
+        await clock.advance(10.0)
+        assert calls.at == [1002.0]  # the quiet kick was served by the kicked run
+        await clock.advance(90.0)
+        assert calls.at == [1002.0, 1102.0]  # max_interval still counts
+    finally:
+        await runner.stop()

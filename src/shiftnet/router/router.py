@@ -17,7 +17,6 @@ bisection and left out (``refusals.py``), so the router always starts.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -53,7 +52,7 @@ from shiftnet.router.haproxy.process import (
     log_maxconn_fit,
     socket_dir,
 )
-from shiftnet.router.haproxy.runtime import RuntimeAPIError, parse_show_stat
+from shiftnet.router.haproxy.runtime import parse_show_stat
 from shiftnet.router.haproxy.writer import RenderPaths
 from shiftnet.router.model import L7Model, PoolKey
 from shiftnet.router.model_index import ModelIndex
@@ -65,7 +64,6 @@ from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
 
-STATS_POLL_SECONDS = 10.0
 RESYNC_SECONDS = 30.0  # every runner runs at least this often: failed syncs retry on their own
 BACKEND_STATS_QUERY = "show stat -1 2 -1"  # every proxy, backend rows (type 2), no servers
 
@@ -126,7 +124,7 @@ class Router:
         self._status_runner = CoalescingRunner(
             self._write_latest_statuses, max_interval=RESYNC_SECONDS, name="router-status"
         )
-        self._stats_task: asyncio.Task[None] | None = None
+        self._stats_known: dict[str, tuple[int, int]] = {}  # what the last stats poll published
         self._default_cert: Path | None = None
         self.stats_credentials: StatsCredentials | None = None  # known once started
         self.synced = False
@@ -167,9 +165,7 @@ class Router:
         await self._runner.start()
         await self._fast_runner.start()
         await self._status_runner.start()
-        self._stats_task = asyncio.get_running_loop().create_task(
-            self._poll_stats(), name="router-stats"
-        )
+        self.driver.on_stats = self._poll_stats  # every STATS_INTERVAL, by haproxy-watch
         log.info(
             "router started name=%s http_port=%d https_port=%d work_dir=%s",
             self.config.name,
@@ -180,10 +176,7 @@ class Router:
 
     async def stop(self, stop_haproxy: bool = True) -> None:
         """Clean shutdown; HAProxy is stopped too unless ``stop_haproxy`` is False."""
-        if self._stats_task is not None:
-            self._stats_task.cancel()
-            await asyncio.gather(self._stats_task, return_exceptions=True)
-            self._stats_task = None
+        self.driver.on_stats = None
         await self._fast_runner.stop()
         await self._runner.stop()
         await self._status_runner.stop()
@@ -415,11 +408,7 @@ class Router:
 
     # ------------------------------------------------------------------ stats
     async def _poll_stats(self) -> None:
-        known: dict[str, tuple[int, int]] = {}
-        while True:
-            await asyncio.sleep(STATS_POLL_SECONDS)
-            with contextlib.suppress(RuntimeAPIError):
-                known = await self.update_backend_metrics(known)
+        self._stats_known = await self.update_backend_metrics(self._stats_known)
 
     async def update_backend_metrics(
         self, known: dict[str, tuple[int, int]] | None = None

@@ -91,24 +91,23 @@ async def test_adopt_after_router_death_and_stop(haproxy_process: HAProxyProcess
         http_get(p)
 
 
-async def test_supervise_restarts_killed_haproxy(haproxy_process: HAProxyProcess) -> None:
+async def test_restart_if_dead_restarts_killed_haproxy(haproxy_process: HAProxyProcess) -> None:
     p = port()
     write_minimal(haproxy_process.work_dir, port=p)
     await haproxy_process.ensure_running()
     old = haproxy_process.read_pid()
     assert old is not None
-    task = asyncio.create_task(haproxy_process.supervise(interval=0.1))
-    try:
-        os.kill(old, signal.SIGKILL)
-        for _ in range(200):
-            await asyncio.sleep(0.05)
-            if haproxy_process.restarts:
-                break
-        assert haproxy_process.restarts == 1
-        assert haproxy_process.read_pid() != old
-        assert await aget(p) == (200, "ok")
-    finally:
-        task.cancel()
+    await haproxy_process.restart_if_dead()
+    assert haproxy_process.restarts == 0  # alive: left alone
+    os.kill(old, signal.SIGKILL)
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        await haproxy_process.restart_if_dead()
+        if haproxy_process.restarts:
+            break
+    assert haproxy_process.restarts == 1
+    assert haproxy_process.read_pid() != old
+    assert await aget(p) == (200, "ok")
 
 
 async def test_zero_failed_requests_through_50_reloads(haproxy_process: HAProxyProcess) -> None:

@@ -9,6 +9,7 @@ and of HAProxy's master both stay unchanged while traffic is served.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -163,9 +164,12 @@ async def test_deleted_loaded_route_and_spares_exhausted(slow_reload_env: Router
         await _until(env, "loaded.example.com", 200)
         assert await _reloads(env) == before
         # Four spares per kind here: the fifth new route needs the reload (a fallback).
-        fallbacks = metrics.REGISTRY.get_sample_value(
-            "shiftnet_router_runtime_fallbacks_total", {"reason": "no-spare"}
-        ) or 0.0
+        fallbacks = (
+            metrics.REGISTRY.get_sample_value(
+                "shiftnet_router_runtime_fallbacks_total", {"reason": "no-spare"}
+            )
+            or 0.0
+        )
         for i in range(5):
             await env.apply(route("demo", f"n{i}", f"n{i}.example.com", f"n{i}"))
         # Four are served by spares at once; the fifth waits for the reload.
@@ -183,8 +187,10 @@ async def test_deleted_loaded_route_and_spares_exhausted(slow_reload_env: Router
 
 async def test_one_pod_to_two_without_reload(slow_reload_env: RouterEnv) -> None:
     env = slow_reload_env
-    ann = {"haproxy.router.openshift.io/balance": "roundrobin",
-           "haproxy.router.openshift.io/disable_cookies": "true"}
+    ann = {
+        "haproxy.router.openshift.io/balance": "roundrobin",
+        "haproxy.router.openshift.io/disable_cookies": "true",
+    }
     with backends("h-1", "h-2") as (h1, h2):
         await env.apply(namespace("demo"), service("demo", "h"), endpoints("demo", "h", [h1]))
         await env.apply(route("demo", "h", "h.example.com", "h", annotations=ann))
@@ -220,13 +226,31 @@ async def test_metrics_count_requests_and_errors_of_a_route_on_a_spare(
             assert await _status(env, "m.example.com") == 503
     await env.router.update_backend_metrics()
     requests = metrics.REGISTRY.get_sample_value(
-        "haproxy_backend_http_requests_total", {"backend": spare})
+        "haproxy_backend_http_requests_total", {"backend": spare}
+    )
     errors = metrics.REGISTRY.get_sample_value("haproxy_backend_errors_total", {"backend": spare})
     assert requests is not None and requests >= 6
     assert errors is not None and errors >= 2
     # Runtime updates write the files too, and that is timed like a reload's write.
     assert metrics.REGISTRY.get_sample_value("template_router_write_config_seconds_count") > writes
     assert metrics.REGISTRY.get_sample_value("template_router_reload_failure") == 0
+
+
+ROUTER_TASKS = {
+    "router-sync",
+    "router-endpoints",
+    "router-status",
+    "haproxy-reload",
+    "haproxy-watch",
+}
+
+
+def _router_tasks() -> set[str]:
+    return {
+        t.get_name()
+        for t in asyncio.all_tasks()
+        if t.get_name().startswith(("router-", "haproxy-"))
+    }
 
 
 async def test_owed_reload_runs_once_changes_pause(tmp_path: Path) -> None:
@@ -243,6 +267,8 @@ async def test_owed_reload_runs_once_changes_pause(tmp_path: Path) -> None:
             # Served through a spare at once; no reload yet (it waits for a quiet second).
             assert env.router.driver.aliases == {"be_http:demo:o": "be_spare_http:0"}
             assert env.router.driver.reloads == reloads
+            # The owed reload is a quiet kick of haproxy-reload: no task of its own.
+            assert _router_tasks() == ROUTER_TASKS
             # Then the owed reload renders the route's own backend, and it keeps serving.
             await env.eventually(lambda: _true(env.router.driver.aliases == {}), timeout=15)
             assert env.router.driver.reloads == reloads + 1
@@ -282,8 +308,9 @@ async def test_shared_backend_follows_pods_and_splits_without_reload(
         await env.apply(namespace("demo"))
         for svc in ("s1", "s2"):
             await env.apply(service("demo", svc), endpoints("demo", svc, [p1]))
-        await env.apply(route("demo", "a", "a.example.com", "s1"),
-                        route("demo", "b", "b.example.com", "s2"))
+        await env.apply(
+            route("demo", "a", "a.example.com", "s1"), route("demo", "b", "b.example.com", "s2")
+        )
         await env.eventually(lambda: _synced_and_served(env, "b.example.com"))
         assert env.router.driver.aliases == {}
         cfg = (env.work_dir / "conf" / "haproxy.cfg").read_text()
@@ -317,9 +344,11 @@ async def test_shared_backend_outlives_the_route_it_was_named_after(
     env = slow_reload_env
     with backends("p-1") as (p1,):
         await env.apply(namespace("demo"), service("demo", "s"), endpoints("demo", "s", [p1]))
-        await env.apply(route("demo", "x", "x.example.com", "s"),
-                        route("demo", "y", "y.example.com", "s"),
-                        route("demo", "z", "z.example.com", "s"))
+        await env.apply(
+            route("demo", "x", "x.example.com", "s"),
+            route("demo", "y", "y.example.com", "s"),
+            route("demo", "z", "z.example.com", "s"),
+        )
         await env.eventually(lambda: _synced_and_served(env, "z.example.com"))
         before = await _reloads(env)
         # x named the shared backend; y and z move to y's name, served by a spare at once.

@@ -32,7 +32,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from shiftnet.router import metrics
@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 OWED_RELOAD_QUIET = 5.0  # seconds without changes before a reload owed by runtime changes
 OWED_RELOAD_MAX = 30.0  # ... but never later than this after the first such change
 RETRY_INTERVAL = 30.0  # seconds before a failed check or reload is tried again unasked
+WATCH_INTERVAL = 0.5  # seconds between liveness checks of the HAProxy master
+STATS_INTERVAL = 10.0  # seconds between two calls of on_stats
 
 
 class HAProxyDriver:
@@ -77,6 +79,8 @@ class HAProxyDriver:
         # Told when ``haproxy -c`` refuses a file set, and when a set was checked and loaded.
         self.on_rejected: Callable[[ConfigCheckFailed], None] | None = None
         self.on_applied: Callable[[dict[str, bytes]], None] | None = None
+        # Called every STATS_INTERVAL by the watch task (the router copies `show stat`).
+        self.on_stats: Callable[[], Awaitable[None]] | None = None
         self._owed_marker = self.work_dir / "reload-owed"
         self.runtime = RuntimeAPI(self.process.run_dir / ADMIN_SOCKET)
         self.reloads = 0
@@ -95,9 +99,6 @@ class HAProxyDriver:
         self._reloading = False
         self.owed_reload_quiet = OWED_RELOAD_QUIET
         self.owed_reload_max = OWED_RELOAD_MAX
-        self._last_change = 0.0
-        self._owed_since = 0.0
-        self._owed_task: asyncio.Task[None] | None = None
         # A refused check or reload is tried again after retry_interval on its own.
         self._runner = CoalescingRunner(
             self._sync,
@@ -105,11 +106,11 @@ class HAProxyDriver:
             max_interval=max(retry_interval, reload_interval),
             name="haproxy-reload",
         )
-        self._supervisor: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
 
     # -------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        """Adopt a HAProxy left by an earlier router, then keep HAProxy alive."""
+        """Adopt a HAProxy left by an earlier router, then keep HAProxy alive (``_watch``)."""
         self.process.conf_dir.mkdir(parents=True, exist_ok=True)
         self.process.run_dir.mkdir(parents=True, exist_ok=True)
         if await self.process.adopt():
@@ -122,20 +123,35 @@ class HAProxyDriver:
             if not self._owed_marker.exists():
                 self._adopted = self._loaded
         await self._runner.start()
-        self._supervisor = asyncio.get_running_loop().create_task(
-            self.process.supervise(), name="haproxy-supervisor"
+        self._watch_task = asyncio.get_running_loop().create_task(
+            self._watch(), name="haproxy-watch"
         )
+
+    async def _watch(self) -> None:
+        """Forever: restart a dead HAProxy every ``WATCH_INTERVAL``, and call
+        :attr:`on_stats` every ``STATS_INTERVAL`` (one task for both periodic looks)."""
+        stats_due = time.monotonic() + STATS_INTERVAL
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL)
+            await self.process.restart_if_dead()
+            now = time.monotonic()
+            if self.on_stats is None:
+                stats_due = now + STATS_INTERVAL
+            elif now >= stats_due:
+                stats_due = now + STATS_INTERVAL
+                try:
+                    await self.on_stats()
+                except RuntimeAPIError:
+                    pass  # HAProxy restarting or reloading: the next poll catches up
+                except Exception as err:  # a stats bug must not stop the liveness checks
+                    log.error("haproxy stats poll failed error=%s", err)
 
     async def stop(self, stop_haproxy: bool = True) -> None:
         """Stop watching; stop HAProxy too unless the caller wants it left serving."""
-        if self._owed_task is not None:
-            self._owed_task.cancel()
-            await asyncio.gather(self._owed_task, return_exceptions=True)
-            self._owed_task = None
-        if self._supervisor is not None:
-            self._supervisor.cancel()
-            await asyncio.gather(self._supervisor, return_exceptions=True)
-            self._supervisor = None
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            await asyncio.gather(self._watch_task, return_exceptions=True)
+            self._watch_task = None
         await self._runner.stop()
         if stop_haproxy:
             await self.process.stop()
@@ -171,28 +187,9 @@ class HAProxyDriver:
         Everything is served already, so there is no hurry: the reload waits
         for ``OWED_RELOAD_QUIET`` seconds without changes (at most
         ``OWED_RELOAD_MAX``), so a stream of route changes is not slowed by
-        reloads holding the apply lock, then goes through the coalesced runner.
+        reloads holding the apply lock: a quiet kick of the reload runner.
         """
-        now = time.monotonic()
-        self._last_change = now
-        if self._owed_task is None or self._owed_task.done():
-            self._owed_since = now
-            self._owed_task = asyncio.get_running_loop().create_task(
-                self._owed_reload(), name="haproxy-owed-reload"
-            )
-
-    async def _owed_reload(self) -> None:
-        while True:
-            await asyncio.sleep(0.25)
-            if self._live is None or self._live.clean:
-                return
-            now = time.monotonic()
-            if (
-                now - self._last_change >= self.owed_reload_quiet
-                or now - self._owed_since >= self.owed_reload_max
-            ):
-                self._runner.kick()
-                return
+        self._runner.kick_when_quiet(self.owed_reload_quiet, at_most=self.owed_reload_max)
 
     async def apply_backends(self, backends: dict[str, Backend]) -> bool:
         """Serve new server slots of some backends at once; False when only a full apply can.

@@ -291,7 +291,7 @@ class HAProxyProcess:
         self.restart_backoff = restart_backoff
         self.restarts = 0
         self.adopted = False
-        self.wanted = False  # set once started or adopted; supervise() acts only then
+        self.wanted = False  # set once started or adopted; restart_if_dead() acts only then
         self._lock = asyncio.Lock()
 
     # ----------------------------------------------------------------- checks
@@ -480,17 +480,15 @@ class HAProxyProcess:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
             log.info("haproxy stopped master_pid=%d", pid)
 
-    async def supervise(self, interval: float = 0.5) -> None:
-        """Forever: restart HAProxy when its master is gone (run as a task)."""
-        while True:
-            await asyncio.sleep(interval)
-            if not self.wanted or self.alive():
-                continue
-            log.error("haproxy is not running; restarting it config=%s", self.config_path)
-            try:
-                async with self._lock:
-                    if self.wanted and not self.alive():
-                        await self._start_locked()
-            except HAProxyError as err:
-                log.error("haproxy restart failed error=%s", err)
-                await asyncio.sleep(self.restart_backoff)
+    async def restart_if_dead(self) -> None:
+        """Restart HAProxy when its master is gone (the driver's watch task calls it)."""
+        if not self.wanted or self.alive():
+            return
+        log.error("haproxy is not running; restarting it config=%s", self.config_path)
+        try:
+            async with self._lock:
+                if self.wanted and not self.alive():
+                    await self._start_locked()
+        except HAProxyError as err:
+            log.error("haproxy restart failed error=%s", err)
+            await asyncio.sleep(self.restart_backoff)
