@@ -99,25 +99,14 @@ def path_errors(route: Route) -> list[FieldError]:
     return out
 
 
-# A Service name dns1123_label_errors has nothing to say about (the common case).
-_LABEL_OK_RE = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
-
-
 def _backend_errors(ref: RouteTargetReference, base: str) -> list[FieldError]:
-    if (
-        ref.kind == "Service"
-        and (ref.weight is None or 0 <= ref.weight <= MAX_WEIGHT)
-        and _LABEL_OK_RE.fullmatch(ref.name)
-    ):
+    """A backend needs a non-empty name and nothing more, as upstream: a Service
+    that does not exist, or whose name could never be a Service's, has no endpoints."""
+    if ref.kind == "Service" and (ref.weight is None or 0 <= ref.weight <= MAX_WEIGHT) and ref.name:
         return []
     out: list[FieldError] = []
     if not ref.name:
         out.append(required(join(base, "name")))
-    else:
-        out += [
-            invalid(join(base, "name"), ref.name, r)
-            for r in names.dns1123_label_errors(ref.name)[:1]
-        ]
     if ref.kind != "Service":
         out.append(invalid(join(base, "kind"), ref.kind, "must reference a Service"))
     if ref.weight is not None and not 0 <= ref.weight <= MAX_WEIGHT:
