@@ -206,6 +206,14 @@ class ServiceSpec(Wire):
     session_affinity: str = "None"
     session_affinity_config: SessionAffinityConfig | None = None
     publish_not_ready_addresses: bool = False
+    # Where external traffic (node ports, external IPs, load-balancer addresses) and
+    # cluster traffic may go: "Cluster" (any ready endpoint) or "Local" (this node's).
+    external_traffic_policy: str | None = None
+    internal_traffic_policy: str | None = None
+    health_check_node_port: int | None = None
+    allocate_load_balancer_node_ports: bool | None = None
+    load_balancer_ip: str | None = Field(default=None, alias="loadBalancerIP")
+    load_balancer_class: str | None = None
 
     @model_validator(mode="after")
     def _default_affinity_config(self) -> ServiceSpec:

@@ -19,6 +19,8 @@ from shiftnet.proxy.model import (
     ServicePortName,
     ServiceTable,
     TableDiff,
+    claim_field,
+    claim_text,
     service_entries,
 )
 
@@ -27,7 +29,8 @@ Vip = tuple[str, str, int]
 
 
 class ProxyChanges:
-    def __init__(self) -> None:
+    def __init__(self, node_name: str | None = None) -> None:
+        self.node_name = node_name  # endpoints on this node are an entry's local_backends
         self._dirty: set[Key] = set()
         self._accepted: dict[Key, list[ServiceEntry]] = {}
         self._problems: dict[Key, list[Problem]] = {}
@@ -46,9 +49,10 @@ class ProxyChanges:
     def _release(self, key: Key, queue: list[Key]) -> None:
         for entry in self._accepted.pop(key, []):
             self._entries.pop(entry.id, None)
-            if self._owner.get(entry.vip) == entry.id:
-                del self._owner[entry.vip]
-                queue.extend(sorted(self._waiting.pop(entry.vip, set()) - {key}))
+            for claim in entry.claims:
+                if self._owner.get(claim) == entry.id:
+                    del self._owner[claim]
+                    queue.extend(sorted(self._waiting.pop(claim, set()) - {key}))
         for waiters in self._waiting.values():
             waiters.discard(key)
 
@@ -73,26 +77,32 @@ class ProxyChanges:
             if svc is None:
                 self._problems.pop(key, None)
                 continue
-            entries, problems = service_entries(svc, get_endpoints(*key))
+            entries, problems = service_entries(svc, get_endpoints(*key), self.node_name)
             accepted: list[ServiceEntry] = []
             for entry in entries:
-                holder = self._owner.get(entry.vip)
-                if holder is not None and holder.service != key:
+                refused = False
+                for claim in entry.claims:
+                    holder = self._owner.get(claim)
+                    if holder is None or holder.service == key:
+                        continue
                     if key < holder.service:  # we sort first: take it over
                         queue.append(holder.service)
                     else:
-                        self._waiting.setdefault(entry.vip, set()).add(key)
+                        self._waiting.setdefault(claim, set()).add(key)
                         problems.append(
                             Problem(
                                 key[0],
                                 key[1],
-                                "spec.clusterIP",
-                                f"{entry.cluster_ip}:{entry.port}/{entry.protocol} "
-                                f"is already used by {holder}",
+                                claim_field(entry, claim),
+                                f"{claim_text(claim)} is already used by {holder}",
                             )
                         )
-                        continue
-                self._owner[entry.vip] = entry.id
+                        refused = True
+                        break
+                if refused:
+                    continue
+                for claim in entry.claims:
+                    self._owner[claim] = entry.id
                 self._entries[entry.id] = entry
                 accepted.append(entry)
             self._accepted[key] = accepted

@@ -68,9 +68,19 @@ class ServicePortName(NamedTuple):
         return (self.namespace, self.name)
 
 
+NODE_PORT_ADDRESS = "*"  # the address part of a node port's claim: every node address
+EXTERNAL_TYPES = ("NodePort", "LoadBalancer")
+
+
 @dataclass(frozen=True)
 class ServiceEntry:
-    """What the proxy must do for one service port: its VIP and where to send it."""
+    """What the proxy must do for one service port: its addresses and where to send them.
+
+    Cluster traffic reaches ``cluster_ip:port``; external traffic reaches
+    ``node_port`` on the node's addresses and ``port`` on each of
+    ``external_ips`` and ``load_balancer_ips``. ``local_backends`` are the
+    backends on the proxy's own node: the only ones a ``*_local`` policy allows.
+    """
 
     id: ServicePortName
     cluster_ip: str
@@ -79,10 +89,38 @@ class ServiceEntry:
     backends: tuple[Backend, ...]
     affinity: bool
     affinity_timeout: int
+    node_port: int = 0  # 0: none
+    external_ips: tuple[str, ...] = ()  # spec.externalIPs, canonical, sorted
+    load_balancer_ips: tuple[str, ...] = ()  # status.loadBalancer.ingress[].ip, sorted
+    external_local: bool = False  # externalTrafficPolicy: Local
+    internal_local: bool = False  # internalTrafficPolicy: Local
+    local_backends: tuple[Backend, ...] = ()  # the backends on this proxy's node
 
     @property
     def vip(self) -> tuple[str, str, int]:
         return (self.cluster_ip, self.protocol, self.port)
+
+    @property
+    def cluster_backends(self) -> tuple[Backend, ...]:
+        """Where traffic to the ClusterIP goes."""
+        return self.local_backends if self.internal_local else self.backends
+
+    @property
+    def external_backends(self) -> tuple[Backend, ...]:
+        """Where traffic to the node port, external IPs and LB addresses goes."""
+        return self.local_backends if self.external_local else self.backends
+
+    @property
+    def external_vips(self) -> tuple[tuple[str, str, int], ...]:
+        """Every external address:port, the node port as ``("*", proto, nodePort)``."""
+        node = ((NODE_PORT_ADDRESS, self.protocol, self.node_port),) if self.node_port else ()
+        ips = sorted(set(self.external_ips) | set(self.load_balancer_ips))
+        return node + tuple((ip, self.protocol, self.port) for ip in ips)
+
+    @property
+    def claims(self) -> tuple[tuple[str, str, int], ...]:
+        """Every address:port this entry serves; no two entries may share one."""
+        return (self.vip, *self.external_vips)
 
 
 @dataclass(frozen=True)
@@ -146,10 +184,52 @@ def _ready_backends(
     return tuple(sorted(found))
 
 
+def _node_ips(endpoints: Endpoints | None, node_name: str | None) -> frozenset[str]:
+    """The ready endpoint addresses whose ``nodeName`` is ``node_name``."""
+    if endpoints is None or not node_name:
+        return frozenset()
+    return frozenset(
+        addr.ip
+        for subset in endpoints.subsets
+        for addr in subset.addresses
+        if addr.node_name == node_name
+    )
+
+
+def _external_addresses(
+    service: Service, ns: str, name: str
+) -> tuple[tuple[str, ...], tuple[str, ...], list[Problem]]:
+    """``spec.externalIPs`` and the LB ingress IPs, canonical; bad ones are problems."""
+    problems: list[Problem] = []
+    external: set[str] = set()
+    for i, text in enumerate(service.spec.external_ips):
+        ip = canonical_ipv4(text)
+        if ip is None:
+            message = f"{text!r} is not an IPv4 address in canonical form"
+            problems.append(Problem(ns, name, f"spec.externalIPs[{i}]", message))
+        else:
+            external.add(ip)
+    balancer: set[str] = set()
+    if service.spec.type == "LoadBalancer":
+        for i, ingress in enumerate(service.status.load_balancer.ingress):
+            if "ip" not in ingress:
+                continue  # a hostname-only ingress is the balancer's business
+            ip = canonical_ipv4(ingress["ip"])
+            if ip is None:
+                message = f"{ingress['ip']!r} is not an IPv4 address in canonical form"
+                problems.append(Problem(ns, name, f"status.loadBalancer.ingress[{i}].ip", message))
+            else:
+                balancer.add(ip)
+    return tuple(sorted(external)), tuple(sorted(balancer)), problems
+
+
 def service_entries(
-    service: Service, endpoints: Endpoints | None
+    service: Service, endpoints: Endpoints | None, node_name: str | None = None
 ) -> tuple[list[ServiceEntry], list[Problem]]:
-    """The entries of one Service (one per port), and why any part of it is skipped."""
+    """The entries of one Service (one per port), and why any part of it is skipped.
+
+    ``node_name`` is the proxy's node: endpoints there are ``local_backends``.
+    """
     ns, name = service.metadata.namespace or "default", service.metadata.name
     spec = service.spec
     problems: list[Problem] = []
@@ -177,6 +257,17 @@ def service_entries(
             )
         )
         return [], problems
+    for policy_field, policy in (
+        ("spec.externalTrafficPolicy", spec.external_traffic_policy),
+        ("spec.internalTrafficPolicy", spec.internal_traffic_policy),
+    ):
+        if policy not in (None, "Cluster", "Local"):
+            message = f"{policy!r} is not Cluster or Local"
+            return [], [*problems, Problem(ns, name, policy_field, message)]
+    external_ips, lb_ips, address_problems = _external_addresses(service, ns, name)
+    problems.extend(address_problems)
+    serves_node_ports = spec.type in EXTERNAL_TYPES
+    local_ips = _node_ips(endpoints, node_name)
     entries: list[ServiceEntry] = []
     for i, port in enumerate(spec.ports):
         proto = port.protocol.upper()
@@ -192,29 +283,59 @@ def service_entries(
         if port.name and not is_dns1123_label(port.name):
             problems.append(Problem(ns, name, f"{path}.name", "is not a DNS-1123 label"))
             continue
+        node_port = (port.node_port or 0) if serves_node_ports else 0
+        if not 0 <= node_port < 65536:
+            problems.append(
+                Problem(ns, name, f"{path}.nodePort", f"{node_port} is not in 1..65535")
+            )
+            continue
         port_name = port.name or ""
+        backends = _ready_backends(endpoints, port_name, proto)
         entries.append(
             ServiceEntry(
                 id=ServicePortName(ns, name, port_name, proto),
                 cluster_ip=vip,
                 port=port.port,
                 protocol=proto,
-                backends=_ready_backends(endpoints, port_name, proto),
+                backends=backends,
                 affinity=affinity,
                 affinity_timeout=timeout if affinity else DEFAULT_AFFINITY_TIMEOUT,
+                node_port=node_port,
+                external_ips=external_ips,
+                load_balancer_ips=lb_ips,
+                external_local=spec.external_traffic_policy == "Local",
+                internal_local=spec.internal_traffic_policy == "Local",
+                local_backends=tuple(b for b in backends if b.ip in local_ips),
             )
         )
     return entries, problems
 
 
+def claim_field(entry: ServiceEntry, claim: tuple[str, str, int]) -> str:
+    """The Service field a conflicting claim comes from (for the problem report)."""
+    if claim == entry.vip:
+        return "spec.clusterIP"
+    if claim[0] == NODE_PORT_ADDRESS:
+        return "spec.ports.nodePort"
+    if claim[0] in entry.external_ips:
+        return "spec.externalIPs"
+    return "status.loadBalancer.ingress"
+
+
+def claim_text(claim: tuple[str, str, int]) -> str:
+    """``ip:port/PROTO``, a node port as ``node port 30080/TCP``."""
+    ip, protocol, port = claim
+    return f"node port {port}/{protocol}" if ip == NODE_PORT_ADDRESS else f"{ip}:{port}/{protocol}"
+
+
 def build_service_table(
-    services: Iterable[Service], endpoints: Iterable[Endpoints]
+    services: Iterable[Service], endpoints: Iterable[Endpoints], node_name: str | None = None
 ) -> ServiceTable:
-    """The whole table. Two service ports claiming one VIP: the first by name wins."""
+    """The whole table. Two service ports claiming one address: the first by name wins."""
     eps = {(e.metadata.namespace or "default", e.metadata.name): e for e in endpoints}
     ordered = sorted(services, key=lambda s: (s.metadata.namespace or "default", s.metadata.name))
     return merge_entries(
-        service_entries(s, eps.get((s.metadata.namespace or "default", s.metadata.name)))
+        service_entries(s, eps.get((s.metadata.namespace or "default", s.metadata.name)), node_name)
         for s in ordered
     )
 
@@ -222,26 +343,27 @@ def build_service_table(
 def merge_entries(
     per_service: Iterable[tuple[list[ServiceEntry], list[Problem]]],
 ) -> ServiceTable:
-    """Join per-service results into a table, refusing a second claim on one VIP."""
+    """Join per-service results into a table, refusing a second claim on one address."""
     entries: dict[ServicePortName, ServiceEntry] = {}
     owner: dict[tuple[str, str, int], ServicePortName] = {}
     problems: list[Problem] = []
     for svc_entries, svc_problems in per_service:
         problems.extend(svc_problems)
         for entry in svc_entries:
-            holder = owner.get(entry.vip)
-            if holder is not None and holder != entry.id:
+            taken = [(c, owner[c]) for c in entry.claims if owner.get(c, entry.id) != entry.id]
+            if taken:
+                claim, holder = taken[0]
                 problems.append(
                     Problem(
                         entry.id.namespace,
                         entry.id.name,
-                        "spec.clusterIP",
-                        f"{entry.cluster_ip}:{entry.port}/{entry.protocol} "
-                        f"is already used by {holder}",
+                        claim_field(entry, claim),
+                        f"{claim_text(claim)} is already used by {holder}",
                     )
                 )
                 continue
-            owner[entry.vip] = entry.id
+            for claim in entry.claims:
+                owner[claim] = entry.id
             entries[entry.id] = entry
     problems.sort(key=lambda p: (p.namespace, p.name, p.field))
     return ServiceTable(dict(sorted(entries.items())), tuple(problems))

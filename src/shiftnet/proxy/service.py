@@ -31,6 +31,7 @@ MODES = ("userspace", "iptables", "nftables")
 @dataclass(frozen=True)
 class ProxyConfig:
     mode: str = "userspace"
+    node_name: str | None = None  # this node: its endpoints serve the Local traffic policies
     min_sync_interval: float = 0.1
     resync_interval: float | None = 60.0
     userspace: UserspaceConfig = field(default_factory=UserspaceConfig)
@@ -85,7 +86,7 @@ class ServiceProxy:
         self._own_informers = informers is None
         self.services = self.informers.informer(Service)
         self.endpoints = self.informers.informer(Endpoints)
-        self.changes = ProxyChanges()
+        self.changes = ProxyChanges(self.config.node_name)
         self.userspace: UserspaceProxier | None = None
         self.kernel: KernelProxier | None = None
         if self.config.mode == "userspace":
