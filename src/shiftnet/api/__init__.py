@@ -17,6 +17,12 @@ from shiftnet.api.core import (
     Service,
     ServicePort,
 )
+from shiftnet.api.discovery import (
+    Endpoint,
+    EndpointConditions,
+    EndpointSlice,
+    EndpointSlicePort,
+)
 from shiftnet.api.network import ClusterNetwork, ClusterNetworkEntry, HostSubnet
 from shiftnet.api.registry import (
     KINDS,
@@ -42,8 +48,12 @@ __all__ = [
     "Condition",
     "Container",
     "ContainerPort",
+    "Endpoint",
     "EndpointAddress",
+    "EndpointConditions",
     "EndpointPort",
+    "EndpointSlice",
+    "EndpointSlicePort",
     "EndpointSubset",
     "Endpoints",
     "EnvVar",

@@ -29,6 +29,17 @@ class Wire(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+class OwnerReference(Wire):
+    """The object this one belongs to (an EndpointSlice's Service)."""
+
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
 class ObjectMeta(Wire):
     """Metadata every object has: its name, namespace, labels and bookkeeping."""
 
@@ -57,6 +68,14 @@ class ObjectMeta(Wire):
     )
     deletion_timestamp: str | None = Field(
         None, description="When the object is to be deleted; set by the server."
+    )
+    deletion_grace_period_seconds: int | None = Field(
+        None,
+        description="Seconds the object has to stop gracefully before it is deleted; "
+        "set by the server with deletionTimestamp.",
+    )
+    owner_references: list[OwnerReference] | None = Field(
+        None, description="The objects this one belongs to."
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from shiftnet.api.ages import age
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
+from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
 
@@ -196,6 +197,45 @@ def _endpoints_cell(obj: Resource, now: dt.datetime) -> str:
 ENDPOINTS_COLUMNS = (
     NAME,
     Column("Endpoints", "The ready addresses and ports behind the service.", _endpoints_cell),
+    AGE,
+)
+
+# ---------------------------------------------------------------- endpoint slices
+
+
+def _more(items: list[str], limit: int = 3) -> str:
+    """``a,b,c + 2 more...``, or ``<unset>`` for none (kubectl's EndpointSlice cells)."""
+    if not items:
+        return "<unset>"
+    text = ",".join(items[:limit])
+    if len(items) > limit:
+        text += f" + {len(items) - limit} more..."
+    return text
+
+
+def _slice(obj: Resource) -> EndpointSlice:
+    assert isinstance(obj, EndpointSlice)
+    return obj
+
+
+def _slice_address_type(obj: Resource, now: dt.datetime) -> str:
+    return _slice(obj).address_type
+
+
+def _slice_ports(obj: Resource, now: dt.datetime) -> str:
+    ports = _slice(obj).ports
+    return _more([str(p.port) if p.port is not None else "<unset>" for p in ports])
+
+
+def _slice_endpoints(obj: Resource, now: dt.datetime) -> str:
+    return _more([a for e in _slice(obj).endpoints for a in e.addresses])
+
+
+ENDPOINTSLICE_COLUMNS = (
+    NAME,
+    Column("AddressType", "The kind of addresses the slice holds.", _slice_address_type),
+    Column("Ports", "The ports of the slice's endpoints.", _slice_ports),
+    Column("Endpoints", "The addresses of the slice's endpoints.", _slice_endpoints),
     AGE,
 )
 
@@ -400,6 +440,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     "pods": POD_COLUMNS,
     "services": SERVICE_COLUMNS,
     "endpoints": ENDPOINTS_COLUMNS,
+    "endpointslices": ENDPOINTSLICE_COLUMNS,
     "routes": ROUTE_COLUMNS,
     "nodes": NODE_COLUMNS,
     "namespaces": NAMESPACE_COLUMNS,

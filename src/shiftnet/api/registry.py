@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
+from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.fielderrors import quote
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
@@ -18,6 +19,7 @@ KINDS: tuple[type[Resource], ...] = (
     Pod,
     Service,
     Endpoints,
+    EndpointSlice,
     Node,
     Route,
     ClusterNetwork,
@@ -124,7 +126,7 @@ def parse_object(raw: Any, *, source: str = "") -> Resource:
         raise InvalidInput(f'{where}unknown kind "{shorten(kind)}"')
     api_version = raw.get("apiVersion")
     accepted = {cls.API_VERSION}
-    if cls.API_VERSION != "v1":
+    if cls.API_VERSION.split("/")[0].endswith(".openshift.io"):
         accepted.add("v1")  # OpenShift 3 clients still write routes as plain v1
     if api_version not in accepted:
         raise InvalidInput(

@@ -14,6 +14,8 @@ from typing import Any
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.core_validation import endpoints_errors, node_errors, pod_errors, service_errors
+from shiftnet.api.discovery import EndpointSlice
+from shiftnet.api.discovery_validation import endpoint_slice_errors
 from shiftnet.api.fielderrors import FieldError
 from shiftnet.api.meta_validation import meta_errors
 from shiftnet.api.network import ClusterNetwork, HostSubnet
@@ -34,6 +36,7 @@ _SPEC_RULES: dict[type[Resource], Callable[[Any], list[FieldError]]] = {
     Pod: pod_errors,
     Service: service_errors,
     Endpoints: endpoints_errors,
+    EndpointSlice: endpoint_slice_errors,
     Node: node_errors,
     Route: route_spec_errors,
     ClusterNetwork: cluster_network_errors,

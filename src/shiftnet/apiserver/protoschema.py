@@ -90,6 +90,18 @@ def opaque(name: str, *, repeated: bool = False) -> Field:
 
 # ---------------------------------------------------------------- meta/v1
 
+OWNER_REFERENCE = Message(
+    "OwnerReference",
+    {
+        5: string("apiVersion"),
+        1: string("kind"),
+        3: string("name"),
+        4: string("uid"),
+        6: boolean("controller", pointer=True),
+        7: boolean("blockOwnerDeletion", pointer=True),
+    },
+)
+
 OBJECT_META = Message(
     "ObjectMeta",
     {
@@ -105,7 +117,7 @@ OBJECT_META = Message(
         10: integer("deletionGracePeriodSeconds", pointer=True),
         11: string_map("labels"),
         12: string_map("annotations"),
-        13: opaque("ownerReferences", repeated=True),
+        13: message("ownerReferences", OWNER_REFERENCE, repeated=True),
         14: string("finalizers", repeated=True),
         17: opaque("managedFields", repeated=True),
     },

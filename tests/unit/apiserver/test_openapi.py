@@ -104,6 +104,7 @@ def test_v3_index_points_at_each_group_version_with_a_content_hash() -> None:
     index = openapi_v3_index()
     assert list(index["paths"]) == [
         "api/v1",
+        "apis/discovery.k8s.io/v1",
         "apis/network.openshift.io/v1",
         "apis/route.openshift.io/v1",
     ]
