@@ -1,0 +1,173 @@
+"""UDP conntrack cleanup for the kernel modes.
+
+The kernel decides a flow's NAT on its first packet and keeps the decision in
+a conntrack entry for as long as packets keep coming (UDP: 30 s after the
+last one, 120 s once both sides spoke). A UDP client that keeps sending from
+the same source port (a DNS resolver, a game, a syslog sender) therefore
+stays bound to the endpoint it first reached even after that endpoint left
+the service: rules alone cannot move it. As kube-proxy's reconciler does,
+after each sync that touched a UDP service the proxy deletes every UDP
+entry whose original destination is a service address:port and whose reply
+source is not one of that service's endpoints: entries to a removed
+endpoint, and entries made before the service had endpoints (not NATed:
+their reply source is the ClusterIP itself). Entries to a UDP service that
+was removed are deleted too. The next packet then takes the rules afresh.
+
+:func:`stale_flows` is the pure choice; :class:`ConntrackCleaner` reads and
+deletes entries over netlink (pyroute2) on a thread inside the proxy's
+network namespace, since ``setns`` moves only the calling thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import errno
+import logging
+import os
+import socket
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
+
+from prometheus_client import Counter
+
+from shiftnet.proxy.model import ServiceEntry, ServiceTable, TableDiff
+
+log = logging.getLogger(__name__)
+
+CLONE_NEWNET = 0x40000000
+
+DELETED = Counter(
+    "shiftnet_proxy_conntrack_deleted_total",
+    "UDP conntrack entries deleted because their endpoint no longer serves the service",
+)
+FAILURES = Counter(
+    "shiftnet_proxy_conntrack_failures_total",
+    "Conntrack cleanups that could not list or delete entries (retried at the next sync)",
+)
+
+
+class Flow(NamedTuple):
+    """The parts of a UDP conntrack entry the choice needs."""
+
+    orig_src: str
+    orig_sport: int
+    orig_dst: str  # the address the client sent to (a ClusterIP)
+    orig_dport: int
+    reply_src: str  # where the kernel sends it (the endpoint, after DNAT)
+    reply_sport: int
+
+
+def _udp(entries: Iterable[ServiceEntry]) -> list[ServiceEntry]:
+    return [e for e in entries if e.protocol == "UDP"]
+
+
+def worth_cleaning(table: ServiceTable, diff: TableDiff | None) -> bool:
+    """Whether a sync may have left stale UDP entries: a full sync (``diff`` None)
+    with any UDP service, or a partial one that added, changed or removed one."""
+    if diff is None:
+        return any(e.protocol == "UDP" for e in table.entries.values())
+    changed = [new for _, new in diff.changed] + [old for old, _ in diff.changed]
+    return bool(_udp([*diff.added, *diff.removed, *changed]))
+
+
+def stale_flows(
+    table: ServiceTable, flows: Iterable[Flow], removed: Iterable[ServiceEntry] = ()
+) -> list[Flow]:
+    """The UDP flows to delete: sent to a UDP service address:port but answered by
+    something that is not one of its endpoints, or sent to a removed UDP service."""
+    serving: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    for entry in _udp(table.entries.values()):
+        serving[(entry.cluster_ip, entry.port)] = {(b.ip, b.port) for b in entry.backends}
+    gone = {(e.cluster_ip, e.port) for e in _udp(removed)} - serving.keys()
+    stale = []
+    for flow in flows:
+        key = (flow.orig_dst, flow.orig_dport)
+        allowed = serving.get(key)
+        if allowed is not None:
+            if (flow.reply_src, flow.reply_sport) not in allowed:
+                stale.append(flow)
+        elif key in gone:
+            stale.append(flow)
+    return sorted(stale)
+
+
+class ConntrackCleaner:
+    """Deletes stale UDP entries in one network namespace (None: this process's)."""
+
+    def __init__(self, netns: str | None) -> None:
+        self.netns = netns
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ct-{netns or 'host'}")
+        self._entered = False
+
+    async def clean(self, table: ServiceTable, diff: TableDiff | None) -> int:
+        """Delete the stale entries; the number deleted. Failures are logged and
+        counted, never raised: the rules are already in place."""
+        removed = diff.removed if diff is not None else ()
+        try:
+            deleted = await asyncio.get_running_loop().run_in_executor(
+                self._pool, self._clean, table, removed
+            )
+        except OSError as exc:
+            FAILURES.inc()
+            log.warning("conntrack cleanup failed netns=%s error=%s", self.netns or "-", exc)
+            return 0
+        if deleted:
+            DELETED.inc(deleted)
+            log.info("conntrack entries deleted netns=%s count=%d", self.netns or "-", deleted)
+        return deleted
+
+    def _enter(self) -> None:
+        if self._entered or not self.netns:
+            self._entered = True
+            return
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fd = os.open(f"/run/netns/{self.netns}", os.O_RDONLY)
+        try:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"setns({self.netns}): {os.strerror(err)}")
+        finally:
+            os.close(fd)
+        self._entered = True
+
+    def _clean(self, table: ServiceTable, removed: tuple[ServiceEntry, ...]) -> int:
+        self._enter()
+        from pyroute2 import Conntrack  # imported on first use: kernel modes only
+        from pyroute2.netlink.exceptions import NetlinkError
+        from pyroute2.netlink.nfnetlink.nfctsocket import NFCTAttrTuple
+
+        ct = Conntrack()
+        try:
+            entries = {}
+            try:
+                for e in ct.dump_entries(tuple_orig=NFCTAttrTuple(proto=socket.IPPROTO_UDP)):
+                    o, r = e.tuple_orig, e.tuple_reply
+                    flow = Flow(o.saddr, o.sport, o.daddr, o.dport, r.saddr, r.sport)
+                    entries[flow] = o
+            except NetlinkError as exc:
+                raise OSError(exc.code, f"listing conntrack entries: {exc}") from None
+            deleted = 0
+            for flow in stale_flows(table, entries, removed):
+                try:
+                    ct.delete(entries[flow])
+                except NetlinkError as exc:
+                    if exc.code == errno.ENOENT:
+                        continue  # expired meanwhile
+                    raise OSError(exc.code, f"deleting {flow}: {exc}") from None
+                deleted += 1
+            return deleted
+        finally:
+            _close(ct)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+def _close(ct: Any) -> None:
+    try:
+        ct.close()
+    except OSError as exc:  # closing must not hide the result
+        log.debug("conntrack socket close error=%s", exc)

@@ -1,0 +1,82 @@
+"""Which UDP conntrack entries the kernel modes delete (the pure choice)."""
+
+from __future__ import annotations
+
+from shiftnet.proxy.conntrack import Flow, stale_flows, worth_cleaning
+from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable, TableDiff
+
+
+def entry(
+    name: str, vip: str, port: int, backends: list[str], protocol: str = "UDP"
+) -> ServiceEntry:
+    return ServiceEntry(
+        id=ServicePortName("default", name, "", protocol),
+        cluster_ip=vip,
+        port=port,
+        protocol=protocol,
+        backends=tuple(Backend(ip, 5353) for ip in backends),
+        affinity=False,
+        affinity_timeout=10800,
+    )
+
+
+def table(*entries: ServiceEntry) -> ServiceTable:
+    return ServiceTable(entries={e.id: e for e in entries})
+
+
+def flow(dst: str, dport: int, reply: str, rport: int = 5353, sport: int = 40000) -> Flow:
+    return Flow("10.200.0.2", sport, dst, dport, reply, rport)
+
+
+DNS = entry("dns", "172.30.0.53", 53, ["10.201.2.2"])
+
+
+def test_flow_to_a_removed_endpoint_is_stale() -> None:
+    gone = flow("172.30.0.53", 53, "10.201.1.2")
+    kept = flow("172.30.0.53", 53, "10.201.2.2", sport=40001)
+    assert stale_flows(table(DNS), [gone, kept]) == [gone]
+
+
+def test_flow_made_before_the_service_had_endpoints_is_stale() -> None:
+    # not NATed: the reply comes from the ClusterIP itself
+    early = flow("172.30.0.53", 53, "172.30.0.53", 53)
+    assert stale_flows(table(DNS), [early]) == [early]
+
+
+def test_endpoint_port_counts() -> None:
+    old_port = flow("172.30.0.53", 53, "10.201.2.2", rport=5300)
+    assert stale_flows(table(DNS), [old_port]) == [old_port]
+
+
+def test_other_traffic_is_left_alone() -> None:
+    other_port = flow("172.30.0.53", 54, "10.201.1.2")
+    other_ip = flow("172.30.0.54", 53, "10.201.1.2")
+    tcp = entry("web", "172.30.0.80", 80, ["10.201.2.2"], protocol="TCP")
+    to_tcp_vip = flow("172.30.0.80", 80, "10.201.1.2")
+    assert stale_flows(table(DNS, tcp), [other_port, other_ip, to_tcp_vip]) == []
+
+
+def test_flows_to_a_removed_udp_service_are_stale() -> None:
+    old = entry("old", "172.30.0.99", 53, ["10.201.1.2"])
+    f = flow("172.30.0.99", 53, "10.201.1.2")
+    assert stale_flows(table(DNS), [f], removed=[old]) == [f]
+    # the address:port now belongs to another service: judged by that one
+    reused = entry("new", "172.30.0.99", 53, ["10.201.1.2"])
+    assert stale_flows(table(DNS, reused), [f], removed=[old]) == []
+
+
+def test_empty_service_stales_every_flow_to_it() -> None:
+    empty = entry("dns", "172.30.0.53", 53, [])
+    f = flow("172.30.0.53", 53, "10.201.2.2")
+    assert stale_flows(table(empty), [f]) == [f]
+
+
+def test_worth_cleaning_only_when_udp_is_involved() -> None:
+    tcp = entry("web", "172.30.0.80", 80, ["10.201.2.2"], protocol="TCP")
+    tcp2 = entry("web", "172.30.0.80", 80, ["10.201.3.2"], protocol="TCP")
+    assert worth_cleaning(table(DNS), None)
+    assert not worth_cleaning(table(tcp), None)
+    assert not worth_cleaning(table(tcp2), TableDiff(added=(), removed=(), changed=((tcp, tcp2),)))
+    assert worth_cleaning(table(), TableDiff(added=(), removed=(DNS,), changed=()))
+    moved = entry("dns", "172.30.0.53", 53, ["10.201.1.2"])
+    assert worth_cleaning(table(DNS), TableDiff(added=(), removed=(), changed=((moved, DNS),)))
