@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from prometheus_client import Counter, Histogram
 
 from shiftnet.errors import ConfigError, InvalidInput, ShiftnetError
-from shiftnet.proxy import iptables, nftables, nftnl
+from shiftnet.proxy import conntrack, iptables, nftables, nftnl
 from shiftnet.proxy.libnft import LibnftSession, LibnftUnavailable
 from shiftnet.proxy.model import ServiceTable, TableDiff
 
@@ -120,6 +120,7 @@ class KernelProxier:
         self._netlink: nftnl.NftNetlink | None = None
         self._live_suffix: str | None = None  # which map set rules use; None: ask the kernel
         self.last_full_steps: dict[str, float] = {}  # seconds per step of the last fast full sync
+        self.conntrack = conntrack.ConntrackCleaner(config.netns)
 
     async def sync(self, table: ServiceTable, diff: TableDiff | None = None) -> None:
         """Apply ``table``; with ``diff`` (and nftables, and in sync) only what changed."""
@@ -145,6 +146,8 @@ class KernelProxier:
             raise
         self.in_sync = True
         self.last_error = None
+        if conntrack.worth_cleaning(table, diff):  # UDP flows stuck on a gone endpoint
+            await self.conntrack.clean(table, diff)
         self.last_apply_seconds = time.perf_counter() - start
         SYNC_SECONDS.labels(self.config.mode, kind).observe(self.last_apply_seconds)
         log.info(
@@ -270,6 +273,7 @@ class KernelProxier:
             raise KernelApplyError(f"nft refused the ruleset: {' | '.join(lines)}")
 
     def close(self) -> None:
+        self.conntrack.close()
         if self._netlink is not None and self._libnft is not None:
             self._libnft._pool.submit(self._netlink.close)
         self._netlink = None
