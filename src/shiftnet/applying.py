@@ -17,7 +17,9 @@ from shiftnet.api.apply_merge import for_create, merged_for_update
 from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, NotFound
 from shiftnet.master.clusterip import ClusterIPAllocator
+from shiftnet.master.nodeports import RANGE_ANNOTATION, NodePortAllocator
 from shiftnet.master.service_families import ServiceNetworks
+from shiftnet.master.service_ranges import PortRange
 
 Action = Literal["created", "configured", "unchanged"]
 
@@ -83,13 +85,18 @@ class ServiceIPCheck:
         self.client = client
         self.network: ServiceNetworks | None = None
         self.known: list[Service] | None = None
+        self.node_ports: PortRange | None = None
 
     async def check(self, svc: Service) -> None:
         if self.known is None:
             cn = await self.client.try_get(ClusterNetwork, None, "default")
             self.network = ServiceNetworks.of(cn)
+            node_ports = cn.metadata.annotations.get(RANGE_ANNOTATION) if cn else None
+            self.node_ports = PortRange.parse(node_ports) if node_ports else None
             self.known = await self.client.list(Service) if self.network else []
         if not self.network:
             return  # no master has run yet: it will report what it cannot honour
         ClusterIPAllocator.check_request(svc, self.known, self.network)
+        if self.node_ports is not None:
+            NodePortAllocator.check_request(svc, self.known, self.node_ports)
         self.known = [s for s in self.known if s.key != svc.key] + [svc]

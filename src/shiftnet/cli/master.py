@@ -22,6 +22,8 @@ ENV = {
     "host_subnet_length": "SHIFTNET_HOST_SUBNET_LENGTH",
     "service_network": "SHIFTNET_SERVICE_NETWORK",
     "secondary_service_network": "SHIFTNET_SECONDARY_SERVICE_NETWORK",
+    "service_node_port_range": "SHIFTNET_SERVICE_NODE_PORT_RANGE",
+    "load_balancer_range": "SHIFTNET_LOAD_BALANCER_RANGE",
 }
 
 
@@ -68,6 +70,20 @@ def register(subparsers: Any) -> None:
         f"(env {ENV['secondary_service_network']}; sdn mode only; default none)",
     )
     p.add_argument(
+        "--service-node-port-range",
+        metavar="FIRST-LAST",
+        default=None,
+        help=f"node ports of NodePort and LoadBalancer Services "
+        f"(env {ENV['service_node_port_range']}; default 30000-32767)",
+    )
+    p.add_argument(
+        "--load-balancer-range",
+        metavar="CIDR",
+        default=None,
+        help=f"the built-in pool of LoadBalancer addresses (env {ENV['load_balancer_range']}; "
+        "default: a loopback /24 in local mode, none in sdn mode)",
+    )
+    p.add_argument(
         "--no-scheduler",
         action="store_true",
         help="do not assign unscheduled pods to nodes",
@@ -104,6 +120,8 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Master
         service_network=pick("service_network"),
         secondary_service_network=pick("secondary_service_network"),
         scheduler=not args.no_scheduler,
+        node_port_range=pick("service_node_port_range"),
+        load_balancer_range=pick("load_balancer_range"),
     )
 
 

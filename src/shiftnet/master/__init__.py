@@ -3,6 +3,8 @@
 ``Master(store, config)`` runs, on one set of shared informers:
 
 * :class:`~shiftnet.master.clusterip.ClusterIPAllocator` (``spec.clusterIP``),
+* :class:`~shiftnet.master.nodeports.NodePortAllocator` (``spec.ports[].nodePort``),
+* :class:`~shiftnet.master.loadbalancer.LoadBalancerAllocator` (``status.loadBalancer``),
 * :class:`~shiftnet.master.endpoints.EndpointsController` (Endpoints),
 * :class:`~shiftnet.master.subnets.SubnetAllocator` (ClusterNetwork, HostSubnets),
 * :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional).
@@ -20,6 +22,8 @@ from shiftnet.informer import Informers
 from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
 from shiftnet.master.config import MasterConfig
 from shiftnet.master.endpoints import EndpointsController
+from shiftnet.master.loadbalancer import LoadBalancerAllocator
+from shiftnet.master.nodeports import RANGE_ANNOTATION, NodePortAllocator
 from shiftnet.master.scheduler import Scheduler
 from shiftnet.master.service_families import SECONDARY_ANNOTATION
 from shiftnet.master.subnets import SubnetAllocator
@@ -53,6 +57,18 @@ class Master:
             secondary_network=self.config.secondary_service_network,
             workers=self.config.workers,
         )
+        self.node_ports = NodePortAllocator(
+            self.client,
+            self.informers,
+            self.config.node_port_range,
+            workers=self.config.workers,
+        )
+        self.load_balancers = LoadBalancerAllocator(
+            self.client,
+            self.informers,
+            self.config.load_balancer_range,
+            workers=self.config.workers,
+        )
         self.endpoints = EndpointsController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
         self._started = False
@@ -64,9 +80,12 @@ class Master:
         if cn.service_network and cn.service_network != self.cluster_ips.range.cidr:
             self.cluster_ips.use_network(cn.service_network)
         await self._record_secondary_network(cn)
+        await self._record_node_port_range(cn)
         await self.informers.start()
         await self.subnets.start()
         await self.cluster_ips.start()
+        await self.node_ports.start()
+        await self.load_balancers.start()
         await self.endpoints.start()
         if self.scheduler is not None:
             await self.scheduler.start()
@@ -101,10 +120,27 @@ class Master:
             )
         log.info("secondary service network recorded network=%s", wanted)
 
+    async def _record_node_port_range(self, cn: ClusterNetwork) -> None:
+        """The node port range lives on ClusterNetwork ``default`` (an annotation), so
+        ``apply`` and the API server check requests against the master's range. The
+        setting wins, as kube-apiserver's flag does; ports held outside it are kept."""
+        wanted = str(self.node_ports.range)
+        if cn.metadata.annotations.get(RANGE_ANNOTATION) == wanted:
+            return
+
+        def record(c: ClusterNetwork) -> ClusterNetwork:
+            c.metadata.annotations[RANGE_ANNOTATION] = wanted
+            return c
+
+        await self.client.mutate(ClusterNetwork, None, cn.name, record)
+        log.info("node port range recorded range=%s", wanted)
+
     async def stop(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await self.endpoints.stop()
+        await self.node_ports.stop()
+        await self.load_balancers.stop()
         await self.cluster_ips.stop()
         await self.subnets.stop()
         if self._own_informers:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from shiftnet.errors import AllocationError, ConfigError
 from shiftnet.ipam import IPNetwork, IPRange, SubnetRange
+from shiftnet.master.service_ranges import PortRange, local_load_balancer_range
 
 NETWORK_MODES = ("local", "sdn")
 
@@ -38,6 +39,9 @@ class MasterConfig:
     secondary_service_network: str | None = None
     scheduler: bool = True  # assign unscheduled pods round robin over ready nodes
     workers: int = 8  # concurrent per-object syncs of each controller
+    node_port_range: str = "30000-32767"  # kube-apiserver's --service-node-port-range
+    # the built-in LoadBalancer address pool (CIDR); None: LoadBalancer Services stay pending
+    load_balancer_range: str | None = None
 
     @classmethod
     def build(
@@ -50,6 +54,8 @@ class MasterConfig:
         secondary_service_network: str | None = None,
         scheduler: bool = True,
         workers: int = 8,
+        node_port_range: str | None = None,
+        load_balancer_range: str | None = None,
     ) -> MasterConfig:
         """Defaults of ``network_mode`` for what is not given; ConfigError when invalid."""
         mode = network_mode or "local"
@@ -66,6 +72,9 @@ class MasterConfig:
             secondary_service_network=secondary_service_network or None,
             scheduler=scheduler,
             workers=workers,
+            node_port_range=node_port_range or "30000-32767",
+            load_balancer_range=load_balancer_range
+            or (local_load_balancer_range(service_network or sn) if mode == "local" else None),
         )
         cfg.check()
         return cfg
@@ -88,6 +97,17 @@ class MasterConfig:
                 "a ClusterIP could equal a pod IP"
             )
         self._check_secondary(cluster, service)
+        PortRange.parse(self.node_port_range)  # ConfigError naming the setting
+        if self.load_balancer_range:
+            try:
+                pool = IPRange.for_services(self.load_balancer_range).network
+            except AllocationError as exc:
+                raise ConfigError(f"load balancer range setting is invalid: {exc}") from None
+            if pool.overlaps(service) or pool.overlaps(cluster):
+                raise ConfigError(
+                    f"load balancer range {pool} overlaps the service network {service} or "
+                    f"the cluster network {cluster}"
+                )
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
 

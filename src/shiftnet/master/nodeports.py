@@ -1,0 +1,313 @@
+"""Node port allocator: the single writer of every Service's ``spec.ports[].nodePort``.
+
+Kubernetes hands out node ports inside the API server from
+``--service-node-port-range`` (default 30000-32767). Here, as for ClusterIPs,
+``shiftnet apply`` and the API server refuse a request that cannot be honoured
+before it is stored (:meth:`NodePortAllocator.check_request`, in Kubernetes'
+words), and this controller allocates just after the Service was stored:
+
+* ``type: NodePort`` and ``LoadBalancer`` get one node port a service port
+  (two ports of one Service with the same number and different protocols
+  share one, as Kubernetes allows); a requested port is honoured when it is
+  free and in range, others get the lowest free port;
+* re-applying a manifest without ``nodePort`` keeps the one the port holds;
+* a type change to ClusterIP or ExternalName, or a deleted Service, gives the
+  ports back;
+* a request written around the API (taken or out of range) is not served: the
+  port's ``nodePort`` is cleared and ``shiftnet.io/node-port-error`` says why.
+
+Allocations live in the Services themselves: a restarted master rebuilds the
+pool from the stored Services (the oldest claim wins).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from shiftnet.api import Service, ServicePort
+from shiftnet.client import Client
+from shiftnet.errors import Conflict, InvalidAllocation, NotFound
+from shiftnet.informer import Informers
+from shiftnet.ipam import SlotPool
+from shiftnet.master.service_ranges import DEFAULT_NODE_PORT_RANGE, PortRange
+from shiftnet.master.workqueue import KeyedWorkQueue
+
+log = logging.getLogger(__name__)
+
+RANGE_ANNOTATION = "shiftnet.io/service-node-port-range"  # on ClusterNetwork "default"
+ERROR_ANNOTATION = "shiftnet.io/node-port-error"
+NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
+
+Key = tuple[str, str]
+
+
+def wants_node_ports(svc: Service) -> bool:
+    """NodePort and LoadBalancer Services get node ports (LoadBalancer unless
+    ``allocateLoadBalancerNodePorts: false``, which keeps only requested ones)."""
+    return svc.spec.type in NODE_PORT_TYPES
+
+
+def _auto(svc: Service) -> bool:
+    return not (
+        svc.spec.type == "LoadBalancer" and svc.spec.allocate_load_balancer_node_ports is False
+    )
+
+
+def _identity(port: ServicePort) -> str:
+    """A service port across updates: its name, number and protocol."""
+    return f"{port.name or ''}/{port.port}/{port.protocol}"
+
+
+def _field(index: int) -> str:
+    return f"spec.ports[{index}].nodePort"
+
+
+def out_of_range(svc: Service, index: int, port: int, rng: PortRange) -> InvalidAllocation:
+    reason = f"provided port is not in the valid range. The range of valid ports is {rng}"
+    return _refusal(svc, index, port, reason)
+
+
+def already_allocated(svc: Service, index: int, port: int) -> InvalidAllocation:
+    return _refusal(svc, index, port, "provided port is already allocated")
+
+
+def range_full(svc: Service, index: int, rng: PortRange) -> InvalidAllocation:
+    reason = f"failed to allocate a nodePort from {rng}: range is full"
+    message = f'Service "{svc.namespace}/{svc.name}": {_field(index)}: {reason}'
+    return InvalidAllocation(message, _field(index), None, reason)
+
+
+def _refusal(svc: Service, index: int, port: int, reason: str) -> InvalidAllocation:
+    message = (
+        f'Service "{svc.namespace}/{svc.name}" is invalid: {_field(index)}: '
+        f"Invalid value: {port}: {reason}"
+    )
+    return InvalidAllocation(message, _field(index), str(port), reason)
+
+
+class NodePortPool:
+    """The ports of one range, each held by at most one Service (pure, no I/O)."""
+
+    def __init__(self, rng: PortRange) -> None:
+        self.range = rng
+        self._slots = SlotPool(rng.size)
+
+    @property
+    def used(self) -> int:
+        return self._slots.used
+
+    @property
+    def free(self) -> int:
+        return self._slots.free
+
+    def take(self, port: int) -> bool:
+        """Hold ``port``; False when it is taken or outside the range."""
+        return self.range.contains(port) and self._slots.take(port - self.range.first)
+
+    def take_lowest(self) -> int | None:
+        slot = self._slots.take_lowest()
+        return None if slot is None else slot + self.range.first
+
+    def give_back(self, port: int) -> None:
+        if self.range.contains(port):
+            self._slots.give_back(port - self.range.first)
+
+    def clear(self) -> None:
+        self._slots.clear()
+
+
+class NodePortAllocator:
+    def __init__(
+        self,
+        client: Client,
+        informers: Informers,
+        node_port_range: str = DEFAULT_NODE_PORT_RANGE,
+        *,
+        workers: int = 8,
+    ) -> None:
+        self.client = client
+        self.range = PortRange.parse(node_port_range)
+        self.pool = NodePortPool(self.range)
+        self.informer = informers.informer(Service)
+        self.informer.add_handler(self._on_event)
+        self._held: dict[Key, dict[str, int]] = {}  # service -> port identity -> node port
+        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
+            self._sync, workers=workers, name="nodeports"
+        )
+        self.allocations = 0
+        self.errors = 0
+
+    # ------------------------------------------------------------ pure check for the CLI
+
+    @staticmethod
+    def check_request(svc: Service, others: Iterable[Service], rng: PortRange) -> None:
+        """Raise InvalidAllocation if ``svc`` asks for a node port that is taken by
+        another Service or outside ``rng`` (one it already holds is fine), or needs
+        one and none is left. ``others``: the stored Services (``svc``'s stored
+        version is recognised by namespace/name)."""
+        if not wants_node_ports(svc):
+            return
+        holders: dict[int, Service] = {}
+        mine: set[int] = set()
+        for other in others:
+            if not wants_node_ports(other):
+                continue
+            for port in other.spec.ports:
+                if port.node_port:
+                    if other.key == svc.key:
+                        mine.add(port.node_port)
+                    else:
+                        holders[port.node_port] = other
+        for i, port in enumerate(svc.spec.ports):
+            want = port.node_port
+            if not want:
+                if _auto(svc) and sum(1 for p in holders if rng.contains(p)) >= rng.size:
+                    raise range_full(svc, i, rng)
+                continue
+            if want in mine:
+                continue
+            if not rng.contains(want):
+                raise out_of_range(svc, i, want, rng)
+            if want in holders:
+                raise already_allocated(svc, i, want)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def rebuild(self) -> None:
+        """Take every node port the stored Services hold; the oldest claim wins."""
+        claims = [s for s in self.informer.list() if wants_node_ports(s)]
+        claims.sort(key=lambda s: (s.metadata.creation_timestamp or "", s.key))
+        self.pool.clear()
+        self._held.clear()
+        for svc in claims:
+            held: dict[str, int] = {}
+            for port in svc.spec.ports:
+                n = port.node_port
+                if n and (n in held.values() or self.pool.take(n)):
+                    held[_identity(port)] = n
+            if held:
+                self._held[svc.key] = held
+        log.info(
+            "node ports rebuilt range=%s allocated=%d free=%d",
+            self.range,
+            self.pool.used,
+            self.pool.free,
+        )
+
+    async def start(self) -> None:
+        """Call after the informers synced: rebuild, then sync every Service."""
+        self.rebuild()
+        for s in self.informer.list():
+            self.queue.add(s.key)
+        await self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+
+    # ------------------------------------------------------------ events
+
+    def _on_event(self, etype: str, old: Service | None, new: Service | None) -> None:
+        if etype == "DELETED" and old is not None:
+            self._release(old.key)
+            return
+        if new is not None:
+            self.queue.add(new.key)
+
+    def _release(self, key: Key) -> None:
+        held = self._held.pop(key, {})
+        for port in set(held.values()):
+            self.pool.give_back(port)
+        if held:
+            log.info(
+                "node ports released service=%s/%s ports=%s",
+                key[0],
+                key[1],
+                ",".join(str(p) for p in sorted(set(held.values()))),
+            )
+
+    # ------------------------------------------------------------ sync
+
+    def _decide(self, svc: Service) -> tuple[Service, str | None]:
+        """Bring ``svc`` (a fresh copy) to what it should be; returns (svc, error).
+        Synchronous: no other decision runs between reading and changing the pool."""
+        key = svc.key
+        before = self._held.get(key, {})
+        if not wants_node_ports(svc):
+            self._release(key)
+            for port in svc.spec.ports:
+                port.node_port = None
+            svc.metadata.annotations.pop(ERROR_ANNOTATION, None)
+            return svc, None
+        kept = set(before.values())
+        held: dict[str, int] = {}
+        error: InvalidAllocation | None = None
+        for i, port in enumerate(svc.spec.ports):
+            identity = _identity(port)
+            want = port.node_port or (before.get(identity) if _auto(svc) else None)
+            if want:
+                if want in kept or want in held.values() or self.pool.take(want):
+                    held[identity] = port.node_port = want
+                    continue
+                port.node_port = None
+                if self.range.contains(want):
+                    error = error or already_allocated(svc, i, want)
+                else:
+                    error = error or out_of_range(svc, i, want, self.range)
+                continue
+            if not _auto(svc):
+                continue
+            got = self.pool.take_lowest()
+            if got is None:
+                error = error or range_full(svc, i, self.range)
+                continue
+            self.allocations += 1
+            held[identity] = port.node_port = got
+        for port_number in kept - set(held.values()):
+            self.pool.give_back(port_number)
+        if held:
+            self._held[key] = held
+        else:
+            self._held.pop(key, None)
+        if error is None:
+            svc.metadata.annotations.pop(ERROR_ANNOTATION, None)
+            return svc, None
+        svc.metadata.annotations[ERROR_ANNOTATION] = str(error)
+        return svc, str(error)
+
+    async def _sync(self, key: Key) -> None:
+        cached = self.informer.get(*key)
+        if cached is None:
+            return  # deleted; the DELETED event released its ports
+        preview, err = self._decide(cached.model_copy(deep=True))
+        if preview.to_dict() == cached.to_dict():
+            return
+        try:
+            await self.client.update(preview)
+            self._written(key, preview, err)
+            return
+        except Conflict:
+            pass
+        except NotFound:
+            self._release(key)
+            return
+        outcome: dict[str, str | None] = {}
+
+        def fn(svc: Service) -> Service:
+            svc, outcome["error"] = self._decide(svc)
+            return svc
+
+        stored = await self.client.mutate(Service, key[0], key[1], fn)
+        if stored is None:
+            if await self.client.try_get(Service, key[0], key[1]) is None:
+                self._release(key)
+            return
+        self._written(key, stored, outcome.get("error"))
+
+    def _written(self, key: Key, svc: Service, error: str | None) -> None:
+        if error:
+            self.errors += 1
+            log.warning("node port not allocated service=%s/%s error=%s", key[0], key[1], error)
+            return
+        ports = ",".join(str(p.node_port) for p in svc.spec.ports if p.node_port)
+        log.info("node ports allocated service=%s/%s ports=%s", key[0], key[1], ports or "none")
