@@ -14,6 +14,7 @@ from typing import Literal
 
 from shiftnet.api import ClusterNetwork, Resource, Service
 from shiftnet.api.apply_merge import for_create, merged_for_update
+from shiftnet.api.validation import has_update_rules, validate, validate_update
 from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, NotFound
 from shiftnet.master.clusterip import ClusterIPAllocator
@@ -46,6 +47,18 @@ async def check_version(client: Client, wanted: Resource) -> None:
         )
 
 
+async def check_rules(client: Client, wanted: Resource) -> None:
+    """Validate ``wanted`` as a create, or as an update of the object stored under its name."""
+    if not has_update_rules(type(wanted)):
+        validate(wanted)
+        return
+    existing = await client.try_get(type(wanted), wanted.namespace, wanted.name)
+    if existing is None:
+        validate(wanted)
+    else:
+        validate_update(merged_for_update(existing, wanted), existing)
+
+
 async def apply_object(client: Client, wanted: Resource, attempts: int = 10) -> Applied:
     """Create ``wanted`` or bring the stored object in line with it."""
     cls = type(wanted)
@@ -63,7 +76,7 @@ async def apply_object(client: Client, wanted: Resource, attempts: int = 10) -> 
         if pinned:
             merged.metadata.resource_version = pinned
         try:
-            return Applied(await client.update(merged), "configured")
+            return Applied(await client.update(merged, existing), "configured")
         except Conflict:
             if pinned:
                 raise

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from shiftnet.api import Resource
-from shiftnet.api.validation import validate
+from shiftnet.api.validation import has_update_rules, validate, validate_update
 from shiftnet.errors import Conflict, NotFound
 from shiftnet.store.base import Store
 
@@ -58,9 +58,14 @@ class Client:
         raw = await self.store.create(obj.RESOURCE, obj.to_dict())
         return decode(type(obj), raw)
 
-    async def update(self, obj: R) -> R:
+    async def update(self, obj: R, old: R | None = None) -> R:
+        """Write ``obj`` over the stored object; ``old``, the object it replaces, lets an
+        update keep old values that only the create rules refuse (as upstream)."""
         self._normalise(obj)
-        validate(obj)
+        if old is None:
+            validate(obj)
+        else:
+            validate_update(obj, old)
         raw = await self.store.update(obj.RESOURCE, obj.to_dict())
         return decode(type(obj), raw)
 
@@ -85,11 +90,12 @@ class Client:
             if current is None:
                 return None
             before = current.to_dict()
+            old = decode(cls, before) if has_update_rules(cls) else None
             changed = fn(current)
             if changed is None or changed.to_dict() == before:
                 return None
             try:
-                return await self.update(changed)
+                return await self.update(changed, old)
             except Conflict:
                 continue
             except NotFound:

@@ -5,6 +5,14 @@ Two levels, as upstream:
 * :func:`route_spec_errors` is API validation (``shiftnet apply`` refuses the
   object): host and path syntax, termination combinations, backends, weights,
   and "does each PEM field parse".
+  :func:`route_update_errors` is the same for an update, as upstream's
+  ``ValidateRouteUpdate``: ``spec.wildcardPolicy`` may not change, and a
+  value the update does not touch is kept even when today's create rules
+  would refuse it (the host's label check runs only when the host changed,
+  the path's ``#``/space check only when the path changed).
+  :func:`route_standing_errors` is what every stored Route meets whatever
+  its history (the router's guard, and ``apply``'s check before it knows
+  whether the object exists).
 * :func:`extended_tls_errors` is what the router checks before it serves a
   route (``ExtendedValidationFailed``): key matches certificate, certificate
   chains to ``caCertificate``, no SHA1/MD5 on CA-signed certificates. The
@@ -15,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from shiftnet.api import names, tls
+from shiftnet.api import names, route_headers, tls
 from shiftnet.api.fielderrors import (
     FieldError,
     invalid,
@@ -52,19 +60,21 @@ def _tls_fields(t: TLSConfig) -> dict[str, str | None]:
     }
 
 
-def host_errors(route: Route) -> list[FieldError]:
+def host_errors(route: Route, *, check_labels: bool = True) -> list[FieldError]:
     """``spec.host``: optional; a lowercase DNS subdomain whose labels are <= 63 characters.
 
-    The ``route.openshift.io/allow-non-dns-compliant-host: "true"`` annotation
-    relaxes the per-label limit, as upstream.
+    The per-label limit is skipped without ``check_labels`` (an update that
+    keeps the host, or whose old host already broke it) and with the
+    ``route.openshift.io/allow-non-dns-compliant-host: "true"`` annotation,
+    as upstream.
     """
     host = route.spec.host
     if not host:
         return []
-    if route.metadata.annotations.get(ALLOW_NON_DNS_COMPLIANT_HOST) == "true":
-        reasons = names.dns1123_subdomain_errors(host)
-    else:
+    if check_labels and route.metadata.annotations.get(ALLOW_NON_DNS_COMPLIANT_HOST) != "true":
         reasons = names.hostname_errors(host)
+    else:
+        reasons = names.dns1123_subdomain_errors(host)
     return [invalid("spec.host", host, r) for r in reasons[:1]]
 
 
@@ -80,20 +90,22 @@ def subdomain_errors(route: Route) -> list[FieldError]:
 _PLAIN_PATH_RE = re.compile(r"/[\x21\x22\x24-\x7e]*")
 
 
-def path_errors(route: Route) -> list[FieldError]:
+def path_errors(route: Route, *, check_characters: bool = True) -> list[FieldError]:
+    """``spec.path``: begins with ``/``; no ``#``, white space or control characters
+    (checked only with ``check_characters``: on create, or when an update changes
+    the path); no path on a passthrough route."""
     p = route.spec.path
     if not p:
         return []
     out: list[FieldError] = []
-    if not _PLAIN_PATH_RE.fullmatch(p):  # else none of these three can apply
+    if not _PLAIN_PATH_RE.fullmatch(p):  # else none of these can apply
         if not p.startswith("/"):
             out.append(invalid("spec.path", p, "path must begin with /"))
-        if "#" in p:
-            out.append(invalid("spec.path", p, "path must not contain '#'"))
-        if any(ch.isspace() for ch in p):
-            out.append(invalid("spec.path", p, "path must not contain spaces"))
-        elif any(not ch.isprintable() for ch in p):
-            out.append(invalid("spec.path", p, "path must not contain control characters"))
+        if check_characters:
+            if "#" in p or any(ch.isspace() for ch in p):
+                out.append(invalid("spec.path", p, "cannot contain # or spaces"))
+            elif any(not ch.isprintable() for ch in p):
+                out.append(invalid("spec.path", p, "path must not contain control characters"))
     if route.spec.tls is not None and route.spec.tls.termination == "passthrough":
         out.append(invalid("spec.path", p, "passthrough termination does not support paths"))
     return out
@@ -236,6 +248,7 @@ def route_spec_errors(route: Route) -> list[FieldError]:
     spec = route.spec
     if (  # the common route, which none of the checks below can object to
         spec.tls is None
+        and spec.http_headers is None
         and spec.port is None
         and not spec.subdomain
         and not spec.alternate_backends
@@ -248,17 +261,50 @@ def route_spec_errors(route: Route) -> list[FieldError]:
     return _all_spec_errors(route)
 
 
-def _all_spec_errors(route: Route) -> list[FieldError]:
+def _all_spec_errors(
+    route: Route, *, check_host_labels: bool = True, check_path_characters: bool = True
+) -> list[FieldError]:
     """:func:`route_spec_errors` without its shortcut (the tests compare the two)."""
     return (
-        host_errors(route)
+        host_errors(route, check_labels=check_host_labels)
         + subdomain_errors(route)
         + wildcard_errors(route)
-        + path_errors(route)
+        + route_headers.http_headers_errors(route)
+        + path_errors(route, check_characters=check_path_characters)
         + backend_errors(route)
         + target_port_errors(route)
         + tls_errors(route)
     )
+
+
+def _wildcard_policy(route: Route) -> str:
+    return route.spec.wildcard_policy or "None"  # upstream defaults "" to None
+
+
+def route_update_errors(route: Route, old: Route) -> list[FieldError]:
+    """Every API-level problem in an update of ``old`` to ``route``, as ``ValidateRouteUpdate``.
+
+    The host's per-label check runs only when the host changed and the old
+    host passed it (an old non-compliant host grandfathers its successors,
+    as upstream); the path's ``#``/space check only when the path changed.
+    """
+    out: list[FieldError] = []
+    if _wildcard_policy(route) != _wildcard_policy(old):
+        out.append(invalid("spec.wildcardPolicy", route.spec.wildcard_policy, "field is immutable"))
+    host_changed = route.spec.host != old.spec.host
+    old_labels_ok = not old.spec.host or all(
+        names.is_dns1123_label(label) for label in old.spec.host.split(".")
+    )
+    return out + _all_spec_errors(
+        route,
+        check_host_labels=host_changed and old_labels_ok,
+        check_path_characters=route.spec.path != old.spec.path,
+    )
+
+
+def route_standing_errors(route: Route) -> list[FieldError]:
+    """The API-level problems a stored Route cannot have, whatever updates led to it."""
+    return _all_spec_errors(route, check_host_labels=False, check_path_characters=False)
 
 
 def extended_tls_errors(route: Route) -> list[FieldError]:

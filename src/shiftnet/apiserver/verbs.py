@@ -26,6 +26,7 @@ from shiftnet.api.fielderrors import ErrorType, FieldError
 from shiftnet.api.registry import parse_object
 from shiftnet.api.selectors import parse_selector
 from shiftnet.api.validation import errors as field_errors
+from shiftnet.api.validation import update_errors as update_field_errors
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, drop_unknown
 from shiftnet.apiserver.paging import decode_token, page
@@ -128,8 +129,9 @@ def parse(info: ResourceInfo, raw: dict[str, Any], check: FieldCheck | None = No
     return obj
 
 
-def check_valid(info: ResourceInfo, obj: Resource) -> None:
-    found = field_errors(obj)
+def check_valid(info: ResourceInfo, obj: Resource, old: Resource | None = None) -> None:
+    """Create rules, or with ``old`` the rules of an update of it."""
+    found = field_errors(obj) if old is None else update_field_errors(obj, old)
     if found:
         raise invalid(info, obj.metadata.name, found)
 
@@ -304,7 +306,7 @@ class Verbs:
             merged = merged_for_update(existing, wanted)
         except InvalidObject as err:
             raise _shape_error(info, name, err) from None
-        check_valid(info, merged)
+        check_valid(info, merged, existing)
         await self._check_allocation(info, merged)
         return await self._write(info, existing_raw, merged.to_dict(), pinned, dry_run)
 

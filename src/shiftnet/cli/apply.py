@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     docs = read_manifests(args.filename, recursive=args.recursive)
-    objects = decode_documents(docs, args.namespace)
+    objects = decode_documents(docs, args.namespace, may_exist=True)
 
     async def go() -> int:
         async with client_from_args(args) as client:

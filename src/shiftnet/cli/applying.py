@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from shiftnet.api import Resource, Service
-from shiftnet.applying import Applied, ServiceIPCheck, apply_object, check_version
+from shiftnet.applying import Applied, ServiceIPCheck, apply_object, check_rules, check_version
 from shiftnet.cli.manifests import Document
 from shiftnet.client import Client
 from shiftnet.errors import InvalidInput, ShiftnetError, StoreUnavailable
@@ -19,11 +19,13 @@ from shiftnet.errors import InvalidInput, ShiftnetError, StoreUnavailable
 async def apply_documents(
     client: Client, docs: Sequence[Document], objects: Sequence[Resource]
 ) -> AsyncIterator[tuple[Document, Applied]]:
-    """``apply`` of decoded manifests: check every pinned resourceVersion first, then
-    create/update each in order, yielding as it goes. Errors name the document."""
+    """``apply`` of decoded manifests: check each against the stored object (create or
+    update rules) and every pinned resourceVersion first, then create/update each in
+    order, yielding as it goes. Errors name the document."""
     services = ServiceIPCheck(client)
     for doc, obj in zip(docs, objects, strict=True):
         try:
+            await check_rules(client, obj)
             await check_version(client, obj)
             if isinstance(obj, Service):
                 await services.check(obj)

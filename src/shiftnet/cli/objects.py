@@ -11,10 +11,13 @@ from shiftnet.errors import NAME_LIMIT, InvalidInput, InvalidObject, ShiftnetErr
 DEFAULT_NAMESPACE = "default"
 
 
-def _validate(obj: Resource) -> None:
-    from shiftnet.api.validation import validate
+def _validate(obj: Resource, may_exist: bool) -> None:
+    from shiftnet.api.validation import validate, validate_standing
 
-    validate(obj)
+    if may_exist:
+        validate_standing(obj)  # the rest once the stored object is known
+    else:
+        validate(obj)
 
 
 def _label(data: Any) -> str:
@@ -34,10 +37,15 @@ def _label(data: Any) -> str:
     return ""
 
 
-def decode_document(doc: Document, namespace: str | None, *, validate: bool = True) -> Resource:
+def decode_document(
+    doc: Document, namespace: str | None, *, validate: bool = True, may_exist: bool = False
+) -> Resource:
     """Parse, default the namespace (``-n`` or ``default``) and validate one document.
 
-    Raises :class:`InvalidInput` whose message starts with the document's place.
+    With ``may_exist`` (``apply``) only the rules an update of any stored
+    object must meet are checked here; the caller checks the rest against
+    the stored object. Raises :class:`InvalidInput` whose message starts
+    with the document's place.
     """
     try:
         obj = parse_object(doc.data)
@@ -60,7 +68,7 @@ def decode_document(doc: Document, namespace: str | None, *, validate: bool = Tr
         raise InvalidInput(f"{doc.where}: {cls.KIND} is invalid: metadata.name: Required value")
     if validate:
         try:
-            _validate(obj)
+            _validate(obj, may_exist)
         except ShiftnetError as err:
             raise InvalidInput(f"{doc.where}: {err}") from None
     return obj
@@ -79,9 +87,9 @@ def _with_label(err: ShiftnetError, data: Any) -> str:
 
 
 def decode_documents(
-    docs: list[Document], namespace: str | None, *, validate: bool = True
+    docs: list[Document], namespace: str | None, *, validate: bool = True, may_exist: bool = False
 ) -> list[Resource]:
     """Every document decoded; the first bad one raises before anything is used."""
     if not docs:
         raise InvalidInput("no objects passed: the manifests contain no documents")
-    return [decode_document(d, namespace, validate=validate) for d in docs]
+    return [decode_document(d, namespace, validate=validate, may_exist=may_exist) for d in docs]

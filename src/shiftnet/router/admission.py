@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from shiftnet.api import Namespace, Route, RouteIngress, RouteIngressCondition
 from shiftnet.api.names import hostname_errors
-from shiftnet.api.route_validation import extended_tls_errors, route_spec_errors
+from shiftnet.api.route_validation import extended_tls_errors, route_standing_errors
 from shiftnet.router.annotations import parse_route_options
 from shiftnet.router.config import RouterConfig
 
@@ -152,7 +152,7 @@ def _policy_problem(route: Route, host: str, config: RouterConfig) -> str | None
 
 
 def _check_route(route: Route) -> tuple[str, str] | None:
-    errors = route_spec_errors(route) or extended_tls_errors(route)
+    errors = route_standing_errors(route) or extended_tls_errors(route)
     if errors:
         first = errors[0]
         reason = INVALID_HOST if first.field == "spec.host" else EXTENDED_VALIDATION_FAILED
