@@ -72,6 +72,70 @@ class TLSConfig(Wire):
     )
 
 
+class RouteSetHTTPHeader(Wire):
+    """The value a ``Set`` action gives its header."""
+
+    value: str = Field(
+        "",
+        description="The header's value, 1 to 16384 characters: visible text, where %% is a "
+        "literal % and %[...] inserts a value HAProxy fetches. Requests may use req.hdr(<name>) "
+        "and ssl_c_der, responses res.hdr(<name>) and ssl_c_der, each optionally followed by the "
+        "converters lower and base64 (e.g. %[req.hdr(Host),lower], %{+Q}[ssl_c_der,base64]).",
+    )
+
+
+class RouteHTTPHeaderActionUnion(Wire):
+    """What to do with one header: set it (added or replaced) or delete it."""
+
+    type: str = Field(
+        "",
+        description="Set: the header gets the value of set (added, or replaced when present). "
+        "Delete: the header is removed.",
+        json_schema_extra={"enum": ["Set", "Delete"]},
+    )
+    set: RouteSetHTTPHeader | None = Field(
+        None, description="The value to set; required when type is Set, forbidden otherwise."
+    )
+
+
+class RouteHTTPHeader(Wire):
+    """One header action: the header's name and what to do with it."""
+
+    name: str = Field(
+        "",
+        description="The header's name, an HTTP token of at most 255 characters (letters, digits "
+        "and -!#$%&'*+.^_`|~), unique in its list. Strict-Transport-Security, Proxy, Cookie and "
+        "Set-Cookie cannot be changed this way.",
+    )
+    action: RouteHTTPHeaderActionUnion = Field(
+        default_factory=RouteHTTPHeaderActionUnion, description="What to do with the header."
+    )
+
+
+class RouteHTTPHeaderActions(Wire):
+    """Header actions on the requests a route forwards and on the responses it returns."""
+
+    response: list[RouteHTTPHeader] = Field(
+        default_factory=list,
+        description="Up to 20 actions on response headers, applied in order before the "
+        "router-wide response actions.",
+    )
+    request: list[RouteHTTPHeader] = Field(
+        default_factory=list,
+        description="Up to 20 actions on request headers, applied in order after the router-wide "
+        "request actions.",
+    )
+
+
+class RouteHTTPHeaders(Wire):
+    """How the router changes HTTP headers for a route (not for passthrough routes)."""
+
+    actions: RouteHTTPHeaderActions = Field(
+        default_factory=RouteHTTPHeaderActions,
+        description="Set and Delete actions on request and response headers.",
+    )
+
+
 class RouteSpec(Wire):
     """What a route exposes: a host and path, the services behind them, and TLS."""
 
@@ -111,6 +175,11 @@ class RouteSpec(Wire):
         description="Subdomain: the route also serves every host of its host's domain. None: "
         "only its own host.",
         json_schema_extra={"enum": ["None", "Subdomain"]},
+    )
+    http_headers: RouteHTTPHeaders | None = Field(
+        None,
+        description="Header actions for the route's requests and responses, on http, edge and "
+        "reencrypt routes (not passthrough).",
     )
 
 
