@@ -254,17 +254,32 @@ def wrk(url: str, seconds: int, connections: int) -> dict:
         check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
     scale = {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: .*", out)
     return {
         "rps": rps,
+        "requests": requests,
         "p99_ms": float(p99.group(1)) * scale,
         "errors": errors.group(0) if errors else "",
     }
 
 
-def userspace_bench(seconds: int, connections: int) -> dict:
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (and its waited-for children) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+USERSPACE_PATHS = ("direct", "haproxy_tcp", "haproxy_tcp_2threads", "userspace")
+
+
+def userspace_bench(seconds: int, connections: int, rounds: int = 5) -> dict:
+    """wrk through each path, ``rounds`` times interleaved (direct, HAProxy, HAProxy 2
+    threads, ours; then again), so every path sees the same share of whatever else the
+    machine is doing. Per path: median req/s and p99, and the proxy's CPU per request
+    (from /proc, load-independent); the ratio is the median of the per-round ratios."""
     work = Path(tempfile.mkdtemp(prefix="sn-proxy-bench-"))
     procs: list[subprocess.Popen] = []
     try:
@@ -282,6 +297,7 @@ def userspace_bench(seconds: int, connections: int) -> dict:
         wait_port("127.0.0.1", backend_port)
 
         haproxy_ports = {}
+        pids: dict[str, int] = {}
         for label, threads in (("haproxy_tcp", 1), ("haproxy_tcp_2threads", 2)):
             port = haproxy_ports[label] = free_port()
             cfg = work / f"{label}.cfg"
@@ -294,6 +310,7 @@ def userspace_bench(seconds: int, connections: int) -> dict:
             )
             pin = PIN_PROXY if threads == 1 else []
             procs.append(subprocess.Popen([*pin, "haproxy", "-f", str(cfg)]))
+            pids[label] = procs[-1].pid
             wait_port("127.0.0.1", port)
 
         store = f"sqlite:///{work}/state.db"
@@ -319,20 +336,51 @@ def userspace_bench(seconds: int, connections: int) -> dict:
                 stdout=subprocess.DEVNULL,
             )
         )
+        pids["userspace"] = procs[-1].pid
         wait_port(cluster_ip, svc_port)
 
-        res = {}
-        for label, url in (
-            ("direct", f"http://127.0.0.1:{backend_port}/"),
-            ("haproxy_tcp", f"http://127.0.0.1:{haproxy_ports['haproxy_tcp']}/"),
-            ("haproxy_tcp_2threads", f"http://127.0.0.1:{haproxy_ports['haproxy_tcp_2threads']}/"),
-            ("userspace", f"http://{cluster_ip}:{svc_port}/"),
-        ):
+        urls = {
+            "direct": f"http://127.0.0.1:{backend_port}/",
+            "haproxy_tcp": f"http://127.0.0.1:{haproxy_ports['haproxy_tcp']}/",
+            "haproxy_tcp_2threads": f"http://127.0.0.1:{haproxy_ports['haproxy_tcp_2threads']}/",
+            "userspace": f"http://{cluster_ip}:{svc_port}/",
+        }
+        runs: dict[str, list[dict]] = {label: [] for label in USERSPACE_PATHS}
+        for url in urls.values():
             wrk(url, 1, connections)  # warm-up
-            res[label] = wrk(url, seconds, connections)
-        res["ratio_userspace_vs_haproxy"] = res["userspace"]["rps"] / res["haproxy_tcp"]["rps"]
-        res["ratio_userspace_vs_haproxy_2threads"] = (
-            res["userspace"]["rps"] / res["haproxy_tcp_2threads"]["rps"]
+        loads = []
+        for _ in range(rounds):
+            loads.append(os.getloadavg()[0])
+            for label in USERSPACE_PATHS:
+                pid = pids.get(label)
+                before = process_cpu_seconds(pid) if pid else 0.0
+                run = wrk(urls[label], seconds, connections)
+                if pid:
+                    cpu = process_cpu_seconds(pid) - before
+                    run["cpu_us_per_request"] = cpu / max(1, run["requests"]) * 1e6
+                runs[label].append(run)
+        res: dict = {"rounds": rounds, "seconds": seconds, "loadavg_1m": loads, "runs": runs}
+        for label, rs in runs.items():
+            res[label] = {
+                "rps": statistics.median(r["rps"] for r in rs),
+                "p99_ms": statistics.median(r["p99_ms"] for r in rs),
+                "errors": "; ".join(r["errors"] for r in rs if r["errors"]),
+            }
+            if "cpu_us_per_request" in rs[0]:
+                res[label]["cpu_us_per_request"] = statistics.median(
+                    r["cpu_us_per_request"] for r in rs
+                )
+
+        def paired(other: str, key: str = "rps") -> float:
+            return statistics.median(
+                u[key] / h[key] for u, h in zip(runs["userspace"], runs[other], strict=True)
+            )
+
+        res["ratio_userspace_vs_haproxy"] = paired("haproxy_tcp")
+        res["ratio_userspace_vs_haproxy_2threads"] = paired("haproxy_tcp_2threads")
+        res["ratio_p99_userspace_vs_haproxy"] = paired("haproxy_tcp", "p99_ms")
+        res["ratio_cpu_per_request_userspace_vs_haproxy"] = (
+            res["userspace"]["cpu_us_per_request"] / res["haproxy_tcp"]["cpu_us_per_request"]
         )
         return res
     finally:
@@ -387,13 +435,16 @@ def main() -> None:
         "nft-text: nftables full syncs as one text transaction, the pre-flip path)",
     )
     ap.add_argument("--skip-userspace", action="store_true")
+    ap.add_argument(
+        "--rounds", type=int, default=5, help="user space: interleaved wrk rounds per path"
+    )
     args = ap.parse_args()
     sizes = [100, 1000] if args.quick else [1000, 10000]
     out: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()} cpus"}
     if not args.skip_kernel:
         out["kernel"] = kernel_bench(sizes, args.modes.split(","))
     if not args.skip_userspace:
-        out["userspace"] = userspace_bench(3 if args.quick else 10, 50)
+        out["userspace"] = userspace_bench(3 if args.quick else 10, 50, args.rounds)
     print_table(out)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
@@ -431,18 +482,28 @@ def print_table(out: dict) -> None:
                 f"{first:>16} {last:>17} {r['loadavg_1m']:>5.1f}"
             )
     if "userspace" in out:
-        u = out["userspace"]
-        print(
-            "\nuser space: wrk -t1 -c50 keep-alive, HTTP 'ok' from nginx; proxy on CPU 0, "
-            "wrk + nginx on CPU 1 (HAProxy 2 threads: unpinned)"
-        )
-        print(f"{'path':<22} {'req/s':>10} {'p99 ms':>8}")
-        for label in ("direct", "haproxy_tcp", "haproxy_tcp_2threads", "userspace"):
-            print(f"{label:<22} {u[label]['rps']:>10.0f} {u[label]['p99_ms']:>8.2f}")
-        print(f"userspace / haproxy_tcp (nbthread 1) = {u['ratio_userspace_vs_haproxy']:.2f}")
-        print(
-            f"userspace / haproxy_tcp (nbthread 2) = {u['ratio_userspace_vs_haproxy_2threads']:.2f}"
-        )
+        print_userspace(out["userspace"])
+
+
+def print_userspace(u: dict) -> None:
+    print(
+        f"\nuser space: wrk -t1 -c50 keep-alive, HTTP 'ok' from nginx; proxy on CPU 0, "
+        f"wrk + nginx on CPU 1 (HAProxy 2 threads: unpinned); {u['rounds']} interleaved "
+        f"rounds of {u['seconds']} s, medians; load {min(u['loadavg_1m']):.1f}-"
+        f"{max(u['loadavg_1m']):.1f}"
+    )
+    print(f"{'path':<22} {'req/s':>10} {'p99 ms':>8} {'proxy cpu us/req':>16}")
+    for label in USERSPACE_PATHS:
+        cpu = u[label].get("cpu_us_per_request")
+        cpu_text = f"{cpu:.1f}" if cpu is not None else "-"
+        print(f"{label:<22} {u[label]['rps']:>10.0f} {u[label]['p99_ms']:>8.2f} {cpu_text:>16}")
+    print(f"userspace / haproxy_tcp (nbthread 1) = {u['ratio_userspace_vs_haproxy']:.2f}")
+    print(f"userspace / haproxy_tcp (nbthread 2) = {u['ratio_userspace_vs_haproxy_2threads']:.2f}")
+    print(f"p99 userspace / haproxy_tcp = {u['ratio_p99_userspace_vs_haproxy']:.2f}")
+    print(
+        "cpu per request userspace / haproxy_tcp = "
+        f"{u['ratio_cpu_per_request_userspace_vs_haproxy']:.2f}"
+    )
 
 
 if __name__ == "__main__":
