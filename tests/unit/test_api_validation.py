@@ -192,7 +192,7 @@ ROUTE_CASES = [
     Case(
         "subdomain invalid",
         {"subdomain": "Front_end"},
-        f'spec.subdomain: Invalid value: "Front_end": {SUBDOMAIN}',
+        f'spec.subdomain: Invalid value: "Front_end": {LABEL}',
     ),
     # --- path
     Case(

@@ -79,10 +79,25 @@ def host_errors(route: Route, *, check_labels: bool = True) -> list[FieldError]:
 
 
 def subdomain_errors(route: Route) -> list[FieldError]:
+    """``spec.subdomain``: <= 253 characters, every label a DNS-1123 label (the bad
+    label is the error's value), never relaxed by the annotation: as upstream."""
     sub = route.spec.subdomain
     if not sub:
         return []
-    return [invalid("spec.subdomain", sub, r) for r in names.hostname_errors(sub)[:1]]
+    out: list[FieldError] = []
+    if len(sub) > names.DNS1123_SUBDOMAIN_MAX:
+        out.append(
+            invalid(
+                "spec.subdomain",
+                sub,
+                f"must be no more than {names.DNS1123_SUBDOMAIN_MAX} characters",
+            )
+        )
+    for label in sub.split("."):
+        reasons = names.dns1123_label_errors(label)
+        if reasons:
+            out.append(invalid("spec.subdomain", label, ", ".join(reasons)))
+    return out
 
 
 # "/" then visible ASCII without "#": a path none of the checks below can object to
