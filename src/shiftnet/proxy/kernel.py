@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from prometheus_client import Counter, Histogram
 
 from shiftnet.errors import ConfigError, InvalidInput, ShiftnetError
-from shiftnet.proxy import conntrack, iptables, nftables, nftnl
+from shiftnet.proxy import conntrack, iptables, iptables_tools, nftables, nftnl
 from shiftnet.proxy.libnft import LibnftSession, LibnftUnavailable
 from shiftnet.proxy.model import ServiceTable, TableDiff
+from shiftnet.runner import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ SYNC_FAILURES = Counter(
 )
 
 _NETNS_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_OWN_CHAIN_RE = re.compile(r"^:(KUBE-(?:SVC|SVL|EXT|SEP|DST)-[A-Z2-7]{16}) ", re.M)
 
 
 @contextlib.contextmanager
@@ -66,14 +68,23 @@ class KernelConfig:
     cluster_cidr: str | None = None
     masquerade_all: bool = False
     nft_table: str = "shiftnet-proxy"
-    iptables_backend: str = "nft"  # or "legacy" (iptables-legacy-restore: x_tables, much faster)
+    iptables_backend: str = "auto"  # "nft", "legacy" or "auto" (iptables_tools.detect_backend)
+    iptables_sync_period: float = 30.0  # iptables: a full sync at least this often (kube-proxy)
+    iptables_min_sync_period: float = 1.0  # iptables: at most one sync per this (kube-proxy)
     nft_flip: bool = True  # full syncs by map flip (False: the whole table as one nft text)
 
     def __post_init__(self) -> None:
         if self.mode not in ("nftables", "iptables"):
             raise ConfigError(f"proxy mode {self.mode!r} is not nftables or iptables")
-        if self.iptables_backend not in ("nft", "legacy"):
-            raise ConfigError(f"iptables backend {self.iptables_backend!r} is not nft or legacy")
+        if self.iptables_backend not in iptables_tools.BACKENDS:
+            raise ConfigError(
+                f"iptables backend {self.iptables_backend!r} is not one of "
+                f"{', '.join(iptables_tools.BACKENDS)}"
+            )
+        for name in ("iptables_sync_period", "iptables_min_sync_period"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and 0 <= value < float("inf")):
+                raise ConfigError(f"{name.replace('_', '-')} {value!r} is not a number of seconds")
         if self.netns is not None and not _NETNS_RE.match(self.netns):
             raise ConfigError(f"network namespace name {self.netns!r} is not valid")
 
@@ -98,8 +109,9 @@ async def run_command(argv: list[str], stdin: str = "", netns: str | None = None
 class KernelProxier:
     """Keeps the kernel's NAT rules in line with the service table."""
 
-    def __init__(self, config: KernelConfig) -> None:
+    def __init__(self, config: KernelConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock
         self.nft = nftables.NftConfig(
             table=config.nft_table,
             spread=config.spread,
@@ -113,7 +125,10 @@ class KernelProxier:
         )
         self.in_sync = False  # False: the next apply is a full one
         self.last_error: str | None = None
-        self._ipt_chains: set[str] | None = None
+        self._ipt_plan: iptables.IptPlan | None = None
+        self._ipt_backend: str | None = None  # resolved "nft" / "legacy"
+        self._ipt_full_at = float("-inf")  # clock time of the last full iptables sync
+        self.last_kind = ""  # "full" or "partial": what the last successful sync did
         self.last_apply_seconds = 0.0
         self._libnft: LibnftSession | None = None
         self._libnft_failed = False
@@ -137,7 +152,7 @@ class KernelProxier:
                 elif not (self.config.nft_flip and await self._full_nft_flip(table)):
                     await self.apply_nft(nftables.render_full(table, self.nft), full=True)
             else:
-                await self._sync_iptables(table)
+                kind = await self._sync_iptables(table, diff)
         except KernelApplyError as exc:
             self.in_sync = False
             self.last_error = str(exc)
@@ -146,6 +161,7 @@ class KernelProxier:
             raise
         self.in_sync = True
         self.last_error = None
+        self.last_kind = kind
         if conntrack.worth_cleaning(table, diff):  # UDP flows stuck on a gone endpoint
             await self.conntrack.clean(table, diff)
         self.last_apply_seconds = time.perf_counter() - start
@@ -158,11 +174,19 @@ class KernelProxier:
             self.last_apply_seconds,
         )
 
-    def _ipt(self, tool: str) -> str:
-        """iptables / iptables-save / iptables-restore of the configured backend."""
-        if self.config.iptables_backend == "legacy":
-            return tool.replace("iptables", "iptables-legacy", 1)
-        return tool
+    async def _ipt(self, tool: str) -> str:
+        """iptables / iptables-save / iptables-restore of the configured (or detected) backend."""
+        if self._ipt_backend is None:
+            backend = self.config.iptables_backend
+            if backend == "auto":
+                backend = await iptables_tools.detect_backend(self.config.netns)
+            self._ipt_backend = backend
+        return iptables_tools.tool(self._ipt_backend, tool)
+
+    @property
+    def iptables_backend(self) -> str | None:
+        """The iptables tools in use ("nft" / "legacy"), once known."""
+        return self._ipt_backend
 
     async def apply_nft(self, script: str, full: bool = False) -> None:
         """One nft transaction: in-process through libnftables, else with ``nft -f -``."""
@@ -281,38 +305,46 @@ class KernelProxier:
             self._libnft.close()
             self._libnft = None
 
-    async def _existing_ipt_chains(self) -> set[str]:
-        found: set[str] = set()
+    async def _existing_ipt_chains(self) -> set[tuple[str, str]]:
+        """(table, name) of our hashed chains in the kernel: only names, to find stale ones."""
+        found: set[tuple[str, str]] = set()
+        save = await self._ipt("iptables-save")
         for tbl in ("nat", "filter"):
-            out = await run_command(
-                [self._ipt("iptables-save"), "-t", tbl], netns=self.config.netns
-            )
-            found |= {m.group(1) for m in re.finditer(r"^:(KUBE-(?:SVC|SEP)-\S+)", out, re.M)}
+            out = await run_command([save, "-t", tbl], netns=self.config.netns)
+            found |= {(tbl, m.group(1)) for m in _OWN_CHAIN_RE.finditer(out)}
         return found
 
-    async def _sync_iptables(self, table: ServiceTable) -> None:
-        if self._ipt_chains is None or not self.in_sync:
+    async def _sync_iptables(self, table: ServiceTable, diff: TableDiff | None) -> str:
+        """A partial restore of what ``diff`` changed, or a full one: "full" / "partial"."""
+        now = self.clock.monotonic()
+        plan = self._ipt_plan
+        due = now - self._ipt_full_at >= self.config.iptables_sync_period
+        restore = [await self._ipt("iptables-restore"), "--noflush"]
+        if plan is None or not self.in_sync or diff is None or due:
+            self._ipt_plan = None  # until this full sync succeeds
             await self._ensure_jumps()
-            self._ipt_chains = await self._existing_ipt_chains()
-        text, owned = iptables.render_restore(table, self.ipt, self._ipt_chains)
-        await run_command([self._ipt("iptables-restore"), "--noflush"], text, self.config.netns)
-        self._ipt_chains = owned
+            plan = iptables.IptPlan(self.ipt)
+            text = plan.full(table, await self._existing_ipt_chains())
+            await run_command(restore, text, self.config.netns)
+            self._ipt_plan, self._ipt_full_at = plan, now
+            return "full"
+        text = plan.partial(diff)
+        if text:
+            await run_command(restore, text, self.config.netns)
+        return "partial"
 
     async def _ensure_jumps(self) -> None:
-        # our chains must exist before a jump to them can be added
-        base = "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-POSTROUTING - [0:0]\nCOMMIT\n"
-        base += "*filter\n:KUBE-SERVICES - [0:0]\nCOMMIT\n"
-        await run_command([self._ipt("iptables-restore"), "--noflush"], base, self.config.netns)
+        """The jumps from the built-in chains to ours (``-C``, else ``-I``), each target
+        chain created first if missing (``-N``: declaring it in a restore would flush it)."""
+        ipt = await self._ipt("iptables")
         for tbl, chain, target in iptables.JUMPS:
+            with contextlib.suppress(KernelApplyError):  # exists already
+                await run_command([ipt, "-w", "-t", tbl, "-N", target], netns=self.config.netns)
             rule = [chain, "-j", target]
             try:
-                await run_command(
-                    [self._ipt("iptables"), "-w", "-t", tbl, "-C", *rule], netns=self.config.netns
-                )
+                await run_command([ipt, "-w", "-t", tbl, "-C", *rule], netns=self.config.netns)
             except KernelApplyError:
-                await run_command(
-                    [self._ipt("iptables"), "-w", "-t", tbl, "-I", *rule], netns=self.config.netns
-                )
+                await run_command([ipt, "-w", "-t", tbl, "-I", *rule], netns=self.config.netns)
 
     async def cleanup(self) -> None:
         """Remove everything this proxier installed (used on `--cleanup` and in tests)."""
@@ -322,13 +354,16 @@ class KernelProxier:
             self.nft = dataclasses.replace(self.nft, maps_suffix="")
             self._live_suffix = None
         else:
+            ipt = await self._ipt("iptables")
             for tbl, chain, target in iptables.JUMPS:
                 with contextlib.suppress(KernelApplyError):
                     await run_command(
-                        [self._ipt("iptables"), "-w", "-t", tbl, "-D", chain, "-j", target],
+                        [ipt, "-w", "-t", tbl, "-D", chain, "-j", target],
                         netns=self.config.netns,
                     )
-            chains = await self._existing_ipt_chains()
-            text, _ = iptables.render_restore(ServiceTable(), self.ipt, chains)
-            await run_command([self._ipt("iptables-restore"), "--noflush"], text, self.config.netns)
+            text = iptables.render_cleanup(await self._existing_ipt_chains())
+            await run_command(
+                [await self._ipt("iptables-restore"), "--noflush"], text, self.config.netns
+            )
+            self._ipt_plan = None
         self.in_sync = False

@@ -93,10 +93,14 @@ class ServiceProxy:
             self.userspace = UserspaceProxier(self.config.userspace)
         else:
             self.kernel = KernelProxier(self.config.kernel)
+        min_interval, max_interval = self.config.min_sync_interval, self.config.resync_interval
+        if self.config.mode == "iptables":  # kube-proxy's --iptables-(min-)sync-period
+            min_interval = self.config.kernel.iptables_min_sync_period
+            max_interval = self.config.kernel.iptables_sync_period
         self.runner = CoalescingRunner(
             self.sync,
-            min_interval=self.config.min_sync_interval,
-            max_interval=self.config.resync_interval,
+            min_interval=min_interval,
+            max_interval=max_interval,
             name=f"proxy-{self.config.mode}",
         )
         self.services.add_handler(self._on_event)

@@ -182,14 +182,13 @@ async def test_failed_apply_keeps_old_rules_and_is_reported(kenv, monkeypatch) -
 
         monkeypatch.setattr(nftables, "render_swap", looping)
     else:
-        real_ipt = iptables.render_restore
+        real_ipt = iptables.IptPlan.full
 
-        def looping_ipt(table, config, stale_chains=()):  # type: ignore[no-untyped-def]
-            text, owned = real_ipt(table, config, stale_chains)
-            head, _, _ = text.rpartition("COMMIT")
-            return head + "-A KUBE-SERVICES -j KUBE-SERVICES\nCOMMIT\n", owned
+        def looping_ipt(self, table, existing=()):  # type: ignore[no-untyped-def]
+            head, _, _ = real_ipt(self, table, existing).rpartition("COMMIT")
+            return head + "-A KUBE-SERVICES -j KUBE-SERVICES\nCOMMIT\n"
 
-        monkeypatch.setattr(iptables, "render_restore", looping_ipt)
+        monkeypatch.setattr(iptables.IptPlan, "full", looping_ipt)
     with pytest.raises(KernelApplyError):
         await kernel.sync(proxy.table, None)
     assert kernel.last_error and not kernel.in_sync
