@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from shiftnet.api import Resource
 from shiftnet.api.validation import has_update_rules, validate, validate_update
 from shiftnet.errors import Conflict, NotFound
+from shiftnet.pod_deletion import delete_pod
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,15 @@ class Client:
         raw = await self.store.update(obj.RESOURCE, obj.to_dict())
         return decode(type(obj), raw)
 
-    async def delete(self, cls: type[R], namespace: str | None, name: str) -> R:
+    async def delete(
+        self, cls: type[R], namespace: str | None, name: str, *, grace_period: int | None = None
+    ) -> R:
+        """Delete; a pod on a live node is only marked terminating (see
+        :mod:`shiftnet.pod_deletion`), ``grace_period=0`` removes it at once."""
         ns = namespace if cls.NAMESPACED else None
+        if cls.RESOURCE == "pods":
+            raw = await delete_pod(self.store, ns or "default", name, grace_period=grace_period)
+            return decode(cls, raw)
         return decode(cls, await self.store.delete(cls.RESOURCE, ns, name))
 
     async def mutate(

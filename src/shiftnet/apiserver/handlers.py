@@ -265,6 +265,7 @@ class ResourceAPI:
                 resource_version=pre.get("resourceVersion"),
                 uid=pre.get("uid"),
                 dry_run=dry,
+                grace_period=_grace_period(request, options),
             )
             if info.returns_deleted:
                 return json_response(gone)
@@ -394,3 +395,15 @@ class ResourceAPI:
         if listed:
             return json_response(make(result["items"], result["metadata"]))
         return json_response(make([result], {}))
+
+
+def _grace_period(request: web.Request, options: dict[str, Any]) -> int | None:
+    """``gracePeriodSeconds`` from the DeleteOptions body or the query (the body wins)."""
+    value = options.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
+    if value is None:
+        return None
+    if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
+        raise bad_request(
+            f"gracePeriodSeconds: Invalid value: {str(value)[:40]!r}: must be an integer"
+        )
+    return int(value)

@@ -51,6 +51,7 @@ from shiftnet.errors import (
     NotFound,
     StoreUnavailable,
 )
+from shiftnet.pod_deletion import delete_pod
 from shiftnet.store.base import Store
 from shiftnet.store.meta import prepare_create, with_revision
 
@@ -371,12 +372,26 @@ class Verbs:
         resource_version: str | None = None,
         uid: str | None = None,
         dry_run: bool = False,
+        grace_period: int | None = None,
     ) -> dict[str, Any]:
         existing = await self.get_raw(info, namespace, name)
         if uid and (existing.get("metadata") or {}).get("uid") != uid:
             raise conflict(info, name)
         if dry_run:
             return out_object(existing)
+        if info.plural == "pods":  # a pod on a live node is marked terminating first
+            gone = await self._call(
+                info,
+                name,
+                lambda: delete_pod(
+                    self.store,
+                    namespace or "default",
+                    name,
+                    grace_period=grace_period,
+                    resource_version=resource_version,
+                ),
+            )
+            return out_object(gone)
         gone = await self._call(
             info, name, lambda: self.store.delete(info.plural, namespace, name, resource_version)
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 from shiftnet.api import ClusterNetwork, HostSubnet, Node, NodeAddress, ObjectMeta, Pod
 from shiftnet.api.base import Condition
 from shiftnet.api.core import NodeStatus, PodStatus
+from shiftnet.api.termination import terminating
 from shiftnet.client import Client
 from shiftnet.errors import (
     AllocationError,
@@ -26,6 +27,7 @@ from shiftnet.errors import (
     ConfigError,
     Conflict,
     InvalidObject,
+    NotFound,
     ShiftnetError,
 )
 from shiftnet.informer import Informers
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 
 ORPHAN_GRACE = 5.0
 STATUS_WRITERS = 8
+REMOVE_ATTEMPTS = 8  # reads and deletes of a terminated pod racing our status writes
 
 
 def _now() -> str:
@@ -336,6 +339,7 @@ class NodeAgent:
             p.metadata.uid or ""
             for p in wanted.values()
             if p.metadata.uid in self._adoptable
+            and not terminating(p)  # its deletion was asked while we were away: reap it
             and all(
                 r.spec_hash == spec_hash(p) for r in self._adoptable[p.metadata.uid or ""].values()
             )
@@ -354,16 +358,29 @@ class NodeAgent:
             if pod is None or pod.metadata.uid != runner.uid or spec_hash(pod) != runner.spec_hash:
                 del self.runners[key]
                 self._terminate(runner)
+            elif terminating(pod):
+                # deletion asked: stop within its grace period, then remove the object
+                del self.runners[key]
+                grace = pod.metadata.deletion_grace_period_seconds
+                if grace is not None:
+                    runner.grace = float(grace)
+                self._terminate(runner, remove=pod)
 
         for key, pod in wanted.items():
             # A pod replaced under the same name (new uid or spec) starts once the old
             # processes are gone: they share its directories and may hold its port.
-            if key not in self.runners and key not in self._stopping:
-                await self._start_pod(pod)
+            if key in self.runners or key in self._stopping:
+                continue
+            if terminating(pod):
+                self._unplaceable.pop(key, None)
+                await self._remove_terminated(pod)  # nothing of it runs here
+                continue
+            await self._start_pod(pod)
 
         await self._write_statuses(wanted)
 
-    def _terminate(self, runner: PodRunner) -> None:
+    def _terminate(self, runner: PodRunner, remove: Pod | None = None) -> None:
+        """Stop a pod's processes in the background; ``remove``: then delete that pod."""
         key = (runner.namespace, runner.name)
         self._stopping.add(key)
 
@@ -371,6 +388,8 @@ class NodeAgent:
             try:
                 await runner.stop(kill=True)
                 await self.network.teardown_pod(runner.namespace, runner.name, runner.pod_ip)
+                if remove is not None:
+                    await self._remove_terminated(remove)
             finally:
                 if self.ips is not None:
                     self.ips.release(runner.pod_ip)
@@ -382,6 +401,27 @@ class NodeAgent:
         )
         self._terminating.add(task)
         task.add_done_callback(self._terminating.discard)
+
+    async def _remove_terminated(self, pod: Pod) -> None:
+        """The pod's processes are gone: remove its object (that very pod, by uid)."""
+        ns, name, uid = pod.metadata.namespace or "default", pod.metadata.name, pod.metadata.uid
+        for _ in range(REMOVE_ATTEMPTS):
+            try:
+                raw = await self.store.get(Pod.RESOURCE, ns, name)
+                meta = raw.get("metadata") or {}
+                if meta.get("uid") != uid or not meta.get("deletionTimestamp"):
+                    return
+                await self.store.delete(Pod.RESOURCE, ns, name, str(meta.get("resourceVersion")))
+                log.info("pod terminated and removed pod=%s/%s", ns, name)
+                return
+            except NotFound:
+                return
+            except Conflict:
+                continue  # our own status write or another change: read again
+            except (ShiftnetError, OSError) as err:
+                log.warning("terminated pod not removed pod=%s/%s error=%s", ns, name, err)
+                self._sync.kick()
+                return
 
     def _pick_ip(self, pod: Pod, adopt: dict[str, ContainerRecord] | None) -> str:
         assert self.ips is not None
