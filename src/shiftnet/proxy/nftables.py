@@ -31,19 +31,29 @@ chain and set commands, again as one transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from shiftnet.errors import InvalidInput
-from shiftnet.proxy.model import ServiceEntry, ServiceTable, TableDiff, canonical_ipv4
-from shiftnet.proxy.names import affinity_hash, endpoint_hash, service_hash
+from shiftnet.proxy.model import (
+    NODE_PORT_ADDRESS,
+    Backend,
+    ServiceEntry,
+    ServiceTable,
+    TableDiff,
+    canonical_ipv4,
+)
+from shiftnet.proxy.names import affinity_hash, endpoint_hash, name_hash, service_hash
 
 MASQ_MARK = 0x4000
 SERVICE_MAP = "service-ips"
 ENDPOINTS_MAPS = {"tcp": "endpoints-tcp", "udp": "endpoints-udp"}
 NO_ENDPOINTS_MAP = "no-endpoint-services"
+NODE_PORTS_MAP = "node-ports"  # proto . nodePort : goto ext-<hash>; never flipped (small)
+NODE_PORTS_TYPE = "type inet_proto . inet_service : verdict"
 SPREADS = ("random", "roundrobin")
 MAP_SUFFIXES = ("", "-b")
 VERDICT_MAPS = (SERVICE_MAP, NO_ENDPOINTS_MAP)
@@ -125,6 +135,9 @@ class NftService:
     chains: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> rules
     sets: dict[str, str] = field(default_factory=dict)  # name -> body
     spread: int = 0  # N of the shared spread-N chain it uses (0: none)
+    # external addresses: (map, "key : verdict") in service-ips, no-endpoint-services
+    # or node-ports
+    extra: tuple[tuple[str, str], ...] = ()
 
     @property
     def element_key(self) -> str:
@@ -169,10 +182,19 @@ def spread_chain(n: int, config: NftConfig) -> tuple[str, tuple[str, ...]]:
 
 def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
     """The map elements, chains and sets of one service port."""
+    cluster = _describe_cluster(entry, config)
+    if not entry.external_vips:
+        return cluster
+    return _with_external(cluster, entry, config)
+
+
+def _describe_cluster(entry: ServiceEntry, config: NftConfig) -> NftService:
+    """What traffic to the ClusterIP needs (to ``entry.cluster_backends``)."""
     key = _key(entry)
-    if not entry.backends:
+    backends = entry.cluster_backends
+    if not backends:
         return NftService(map_name(NO_ENDPOINTS_MAP, config), f"{key} : goto reject-service")
-    n = len(entry.backends)
+    n = len(backends)
     if not entry.affinity:  # the hot path: 100,000 endpoints at 10,000 services
         proto = nft_value("proto", entry.protocol)
         vip = f"{nft_value('ipv4', entry.cluster_ip)} . {nft_value('port', entry.port)}"
@@ -180,7 +202,7 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
         elements = tuple(
             [
                 f"{vip} . {i} : {nft_value('ipv4', ip)} . {nft_value('port', port)}"
-                for i, (ip, port) in enumerate(entry.backends)
+                for i, (ip, port) in enumerate(backends)
             ]
         )
         if config.spread == "random":
@@ -191,31 +213,97 @@ def describe(entry: ServiceEntry, config: NftConfig) -> NftService:
         rules = (comment, *_masquerade_rule(config), *_dnat_by_index("inc", n, config))
         smap = map_name(SERVICE_MAP, config)
         return NftService(smap, f"{key} : goto {svc}", emap, elements, {svc: rules})
-    targets = [f"{nft_value('ipv4', b.ip)} . {nft_value('port', b.port)}" for b in entry.backends]
     comment = f"comment {nft_value('comment', str(entry.id))}"
     svc = f"svc-{service_hash(entry)}"
     chains: dict[str, tuple[str, ...]] = {}
     sets: dict[str, str] = {}
-    svc_rules: list[str] = [comment, *_masquerade_rule(config)]
-    seps: list[str] = []
+    sticky = _sticky_rules(entry, backends, config, chains, sets)
+    chains[svc] = (comment, *_masquerade_rule(config), *sticky)
+    return NftService(map_name(SERVICE_MAP, config), f"{key} : goto {svc}", "", (), chains, sets)
+
+
+def _sticky_rules(
+    entry: ServiceEntry,
+    backends: Sequence[Backend],
+    config: NftConfig,
+    chains: dict[str, tuple[str, ...]],
+    sets: dict[str, str],
+) -> list[str]:
+    """ClientIP affinity over ``backends``: a client seen within the timeout goes to its
+    endpoint's ``sep-`` chain, others down a numgen cascade. Adds the ``sep-`` chains
+    and ``aff-`` sets (shared by cluster and external traffic) to ``chains``/``sets``."""
     timeout = nft_value("timeout", entry.affinity_timeout)
     proto = nft_value("proto", entry.protocol)
-    for backend, target in zip(entry.backends, targets, strict=True):
+    rules: list[str] = []
+    seps: list[str] = []
+    for backend in backends:
+        target = f"{nft_value('ipv4', backend.ip)}:{nft_value('port', backend.port)}"
         sep = f"sep-{endpoint_hash(entry, backend)}"
         aff = f"aff-{affinity_hash(entry, backend)}"
         seps.append(sep)
         sets[aff] = f"type ipv4_addr; flags dynamic,timeout; timeout {timeout};"
-        svc_rules.append(f"ip saddr @{aff} goto {sep}")
+        rules.append(f"ip saddr @{aff} goto {sep}")
         chains[sep] = (
             f"update @{aff} {{ ip saddr }}",
-            f"meta l4proto {proto} dnat ip to {target.replace(' . ', ':')}",
+            f"meta l4proto {proto} dnat ip to {target}",
         )
+    return rules + _cascade([f"goto {sep}" for sep in seps], config)
+
+
+def _cascade(verdicts: Sequence[str], config: NftConfig) -> list[str]:
+    """Pick one of ``verdicts`` evenly: ``numgen mod (n-i) == 0`` for each but the last."""
     gen = "inc" if config.spread == "roundrobin" else "random"
-    for i, sep in enumerate(seps[:-1]):
-        svc_rules.append(f"numgen {gen} mod {n - i} == 0 goto {sep}")
-    svc_rules.append(f"goto {seps[-1]}")
-    chains[svc] = tuple(svc_rules)
-    return NftService(map_name(SERVICE_MAP, config), f"{key} : goto {svc}", "", (), chains, sets)
+    n = len(verdicts)
+    rules = [f"numgen {gen} mod {n - i} == 0 {v}" for i, v in enumerate(verdicts[:-1])]
+    return [*rules, verdicts[-1]]
+
+
+def _with_external(cluster: NftService, entry: ServiceEntry, config: NftConfig) -> NftService:
+    """``cluster`` plus the node port, external IPs and LB addresses of ``entry``.
+
+    They all lead to one ``ext-<hash>`` chain. With ``externalTrafficPolicy:
+    Cluster`` it marks the packet for masquerade and, when external traffic goes
+    where cluster traffic goes, rewrites the destination to the ClusterIP:port
+    and continues in the cluster chain (so the endpoint elements are shared, and
+    the reply is un-NATed to the address the client used, from conntrack's
+    original tuple). Otherwise (``Local``, which keeps the client's address and
+    uses this node's endpoints only) it picks among ``external_backends`` itself.
+    """
+    backends = entry.external_backends
+    proto = nft_value("proto", entry.protocol)
+    ext = f"ext-{name_hash('external', str(entry.id))}"
+    extra: list[tuple[str, str]] = []
+    for ip, _, port in entry.external_vips:
+        if ip == NODE_PORT_ADDRESS:
+            if backends:  # none: nothing is DNATed, the host refuses the port itself
+                extra.append((NODE_PORTS_MAP, f"{proto} . {nft_value('port', port)} : goto {ext}"))
+            continue
+        key = f"{nft_value('ipv4', ip)} . {proto} . {nft_value('port', port)}"
+        if backends:
+            extra.append((map_name(SERVICE_MAP, config), f"{key} : goto {ext}"))
+        else:
+            extra.append((map_name(NO_ENDPOINTS_MAP, config), f"{key} : goto reject-service"))
+    if not backends:
+        return dataclasses.replace(cluster, extra=tuple(extra))
+    chains = dict(cluster.chains)
+    sets = dict(cluster.sets)
+    rules = [f"comment {nft_value('comment', str(entry.id))}"]
+    if not entry.external_local:
+        rules.append("jump mark-for-masquerade")
+    if not entry.external_local and backends == entry.cluster_backends:
+        target = f"spread-{cluster.spread}" if cluster.spread else cluster.element.split()[-1]
+        vip, vport = nft_value("ipv4", entry.cluster_ip), nft_value("port", entry.port)
+        rules.append(f"ip daddr set {vip} th dport set {vport} goto {target}")
+    elif entry.affinity:
+        rules += _sticky_rules(entry, backends, config, chains, sets)
+    else:
+        targets = [
+            f"meta l4proto {proto} dnat ip to {nft_value('ipv4', b.ip)}:{nft_value('port', b.port)}"
+            for b in backends
+        ]
+        rules += _cascade(targets, config)
+    chains[ext] = tuple(rules)
+    return dataclasses.replace(cluster, chains=chains, sets=sets, extra=tuple(extra))
 
 
 def _base(config: NftConfig) -> list[str]:
@@ -247,6 +335,8 @@ def _base(config: NftConfig) -> list[str]:
         "\t}",
         "\tchain services {",
         f"\t\t{key} vmap @{services}",
+        f"\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport "
+        f"vmap @{NODE_PORTS_MAP}",
         "\t}",
         "\tchain mark-for-masquerade {",
         f"\t\tmeta mark set meta mark | {mark}",
@@ -290,7 +380,16 @@ def map_elements(described: Sequence[NftService]) -> dict[str, list[str]]:
             out.setdefault(d.element_map, []).append(d.element)
         if d.endpoint_elements:
             out.setdefault(d.endpoint_map, []).extend(d.endpoint_elements)
+        for mname, element in d.extra:
+            if mname != NODE_PORTS_MAP:  # written as text (see node_port_elements)
+                out.setdefault(mname, []).append(element)
     return out
+
+
+def node_port_elements(described: Sequence[NftService]) -> list[str]:
+    """The node-ports map's elements: at most one a port of the node port range, so
+    text is cheap enough and the map is not part of the flip."""
+    return [e for d in described for m, e in d.extra if m == NODE_PORTS_MAP]
 
 
 def render_full(table: ServiceTable, config: NftConfig) -> str:
@@ -301,6 +400,7 @@ def render_full(table: ServiceTable, config: NftConfig) -> str:
     elements = map_elements(described)
     for mname, head in _map_heads(config):
         out += _map(mname, head, elements.get(mname, []))
+    out += _map(NODE_PORTS_MAP, NODE_PORTS_TYPE, node_port_elements(described))
     out += _table_body(described, config)
     out.append("}")
     return "\n".join(out) + "\n"
@@ -328,6 +428,7 @@ def render_prepare(
         if mname in present:
             out.append(f"delete map {t} {mname}")
         out.append(f"add map {t} {mname} {{ {head}; }}")
+    out.append(f"add map {t} {NODE_PORTS_MAP} {{ {NODE_PORTS_TYPE}; }}")
     for chain in _chain_names(described, config):
         out.append(f"add chain {t} {chain}")
     return "\n".join(out) + "\n"
@@ -352,9 +453,11 @@ def render_swap(
     name = nft_value("name", config.table)
     t = f"ip {name}"
     keep_sets = set(all_map_names(config)) | {s for d in described for s in d.sets}
+    keep_sets.add(NODE_PORTS_MAP)
     base = [line.strip() for line in _base(config) if line.startswith("\tchain ")]
     keep_chains = set(_chain_names(described, config)) | {b.split()[1] for b in base}
     out = [f"flush table {t}"]  # every rule goes; the maps and sets are objects, they stay
+    out.append(f"flush map {t} {NODE_PORTS_MAP}")  # before its chains may be deleted
     ours = {b + sfx for b in _MAP_BASES for sfx in MAP_SUFFIXES}
     stale = sorted(s for s in set(existing_sets) - keep_sets if not s.startswith("__"))
     out += [f"delete {'map' if s in ours else 'set'} {t} {s}" for s in stale]
@@ -362,6 +465,9 @@ def render_swap(
     out.append(f"table {t} {{")
     out += _table_body(described, config)
     out.append("}")
+    node_ports = node_port_elements(described)
+    if node_ports:
+        out.append(f"add element {t} {NODE_PORTS_MAP} {{ {', '.join(node_ports)} }}")
     return "\n".join(out) + "\n"
 
 
@@ -387,6 +493,11 @@ def render_update(
         new = new_d or empty
         if old.element and (old.element != new.element or old.element_map != new.element_map):
             phases[0].append(f"delete element {t} {old.element_map} {{ {old.element_key} }}")
+        for mname, element in sorted(set(old.extra) - set(new.extra)):
+            key = element.split(" : ", 1)[0]
+            phases[0].append(f"delete element {t} {mname} {{ {key} }}")
+        for mname, element in sorted(set(new.extra) - set(old.extra)):
+            phases[6].append(f"add element {t} {mname} {{ {element} }}")
         same_map = old.endpoint_map == new.endpoint_map
         kept = set(new.endpoint_elements) if same_map else set()
         stale = sorted(set(old.endpoint_elements) - kept)
