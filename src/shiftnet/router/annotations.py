@@ -10,11 +10,11 @@ attached to the route instead of failing it or any other route.
 from __future__ import annotations
 
 import functools
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shiftnet.router.allowlist import dropped_warning, has_entries, parse_allowlist
 from shiftnet.router.durations import parse_duration_ms
 
 HAPROXY = "haproxy.router.openshift.io/"
@@ -39,7 +39,6 @@ POD_CONCURRENT_CONNECTIONS = HAPROXY + "pod-concurrent-connections"
 
 BALANCE_VALUES = ("roundrobin", "leastconn", "source", "random")
 FORWARDED_VALUES = ("append", "replace", "if-none", "never")
-MAX_ALLOWLIST = 1000
 MAX_COUNT = 1_000_000
 
 _COOKIE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -67,7 +66,8 @@ class RouteOptions:
     health_check_interval_ms: int | None = None
     timeout_ms: int | None = None
     timeout_tunnel_ms: int | None = None
-    ip_allowlist: tuple[str, ...] | None = None  # canonical networks, sorted
+    # canonical networks, sorted; () admits no client (an allowlist without a valid entry)
+    ip_allowlist: tuple[str, ...] | None = None
     hsts_header: str | None = None  # canonical header value
     rewrite_target: str | None = None
     set_forwarded_headers: str | None = None
@@ -86,20 +86,6 @@ def _count(value: str) -> int | None:
         return None
     n = int(text)
     return n if 0 < n <= MAX_COUNT else None
-
-
-def _allowlist(value: str) -> tuple[str, ...] | None:
-    items = value.split()
-    if not items or len(items) > MAX_ALLOWLIST:
-        return None
-    nets: set[ipaddress.IPv4Network | ipaddress.IPv6Network] = set()
-    for item in items:
-        try:
-            nets.add(ipaddress.ip_network(item, strict=False))
-        except ValueError:
-            return None
-    ordered = sorted(nets, key=lambda n: (n.version, int(n.network_address), n.prefixlen))
-    return tuple(str(n) for n in ordered)
 
 
 def _hsts(value: str) -> str | None:
@@ -188,13 +174,14 @@ def _parse(annotations: Mapping[str, str]) -> tuple[RouteOptions, tuple[str, ...
                 bad(key, "must be a duration such as 500ms, 30s, 5m or 1h")
             else:
                 opts[field] = ms
-    allow_key = IP_ALLOWLIST if IP_ALLOWLIST in annotations else IP_WHITELIST
-    if (v := get(allow_key)) is not None:
-        nets = _allowlist(v)
-        if nets is None:
-            bad(allow_key, f"must be 1 to {MAX_ALLOWLIST} space-separated IP addresses or CIDRs")
-        else:
-            opts["ip_allowlist"] = nets
+    # ip_allowlist when it names anything, else ip_whitelist (OpenShift's firstMatch).
+    for allow_key in (IP_ALLOWLIST, IP_WHITELIST):
+        if (v := get(allow_key)) is not None and has_entries(v):
+            allowed = parse_allowlist(v)
+            opts["ip_allowlist"] = allowed.networks
+            if (note := dropped_warning(allow_key, allowed)) is not None:
+                warnings.append(note)
+            break
     if (v := get(HSTS_HEADER)) is not None:
         hsts = _hsts(v)
         if hsts is None:

@@ -170,7 +170,7 @@ def lookup_key(host_or_domain: str, path: str) -> str:
 
 def names_its_route(opts: RouteOptions) -> bool:
     """Options that name their route's own allowlist file or path: not shared by others."""
-    return bool(opts.ip_allowlist or opts.rewrite_target)
+    return opts.ip_allowlist is not None or bool(opts.rewrite_target)
 
 
 def section_key(policy: L7Policy) -> tuple[object, ...] | None:
@@ -248,7 +248,7 @@ def _options(
         raise escape.UnsafeValue(f"balance {balance!r} is not an HAProxy algorithm")
     tunnel = opts.timeout_tunnel_ms or (opts.timeout_ms if not http else None)
     allowlist_word: str | None = None
-    if opts.ip_allowlist:
+    if opts.ip_allowlist is not None:  # () too: an empty file admits no client
         assert policy is not None  # names_its_route: the route comes along
         allow_file = "allowlists/" + escape.file_name(policy.namespace, policy.name, suffix=".txt")
         files[allow_file] = "".join(escape.ip_network(n) + "\n" for n in opts.ip_allowlist).encode()

@@ -1,0 +1,74 @@
+"""The router's reading of a Route, observed through a real HAProxy: annotations
+that OpenShift reads leniently still restrict the route as asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.integration.router.test_render_live import _eps, running_haproxy
+from tests.support import routes as f
+from tests.support.backends import backends
+from tests.support.ports import free_port
+from tests.support.router import request
+from tests.support.tls import TestCA
+
+from shiftnet.router.admission import admit
+from shiftnet.router.config import RouterConfig
+from shiftnet.router.haproxy.files import write_file_set
+from shiftnet.router.haproxy.render import RenderPaths, render
+from shiftnet.router.model import build_model
+
+pytestmark = pytest.mark.integration
+
+ALLOW = "haproxy.router.openshift.io/ip_allowlist"
+
+
+def _serve(tmp_path: Path, config: RouterConfig, routes: list, eps: list) -> Path:  # type: ignore[type-arg]
+    default = TestCA().issue("default.example")
+    (tmp_path / "default.pem").write_text(default.cert_pem + default.key_pem)
+    (tmp_path / "run").mkdir()
+    model = build_model(admit(routes, [], config), eps)
+    paths = RenderPaths(str(tmp_path / "run"), str(tmp_path / "default.pem"))
+    write_file_set(tmp_path / "conf", render(model, config, paths).files)
+    return tmp_path / "conf"
+
+
+def test_allowlists_keep_their_valid_entries_and_never_fail_open(tmp_path: Path) -> None:
+    http_port = free_port()
+    config = RouterConfig(
+        http_port=http_port,
+        https_port=free_port(),
+        stats_port=0,
+        threads=1,
+        max_connections=200,
+        bind_address="127.0.0.1",
+    )
+    lists = {
+        "mixed-in": "127.0.0.0/8 not-an-ip",  # the loopback client is in the kept entry
+        "mixed-out": "10.0.0.0/8 not-an-ip",
+        "all-bad": "nope 1.2.3",  # OpenShift: no allowlist, every client served
+        "spaced-in": " 127.0.0.1 ",  # OpenShift: no allowlist
+        "spaced-out": " 10.0.0.1 ",
+        "tabbed": "10.0.0.1\t127.0.0.1",
+    }
+    with backends("pod", port=free_port()) as pods:
+        routes = [
+            f.route(name, f"{name}.example.com", service="web", annotations={ALLOW: value})
+            for name, value in lists.items()
+        ]
+        routes.append(f.route("open", "open.example.com", service="web"))
+        conf = _serve(tmp_path, config, routes, [_eps("web", pods)])
+        with running_haproxy(conf, [http_port]):
+            got = {
+                name: request(http_port, f"{name}.example.com").status for name in [*lists, "open"]
+            }
+    assert got == {
+        "mixed-in": 200,
+        "mixed-out": 403,
+        "all-bad": 403,
+        "spaced-in": 200,
+        "spaced-out": 403,
+        "tabbed": 200,
+        "open": 200,
+    }
