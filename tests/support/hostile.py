@@ -109,6 +109,30 @@ HOSTILE_PATHS = [
 ]
 HOSTILE_NAMES = ["a" * 253, "x.y", "a-", "1-2-3"]
 
+# spec.httpHeaders: names and values at the edges of OpenShift's header grammar
+# (fetches and converters it does not permit, the wrong direction's fetch, config
+# syntax, line breaks) next to ones it accepts.
+HEADER_NAMES = ["X-A", "x-b", "X#$'%", "Host", "Cookie", "X Y", 'X"', "X\nY", "é", "a" * 256, ""]
+HEADER_VALUES = [
+    "v",
+    "%[req.hdr(Host),lower]",
+    "%[res.hdr(Server),base64]",
+    "%{+Q}[ssl_c_der,base64]",
+    "%%",
+    '"; server evil 1.2.3.4:80',
+    "x\n  server evil 1.2.3.4:80",
+    "a\r\nX-Evil: 1",
+    "%[env(HOME)]",
+    "%[src]",
+    "%[req.hdr(a),url_dec]",
+    "100%",
+    "\\",
+    "$HOME #c",
+    "é\u2028\x85",
+    "%[req.hdr(Ho st)]",
+    "x" * 16385,
+]
+
 
 # ---------------------------------------------------------------- PEM oddities
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from shiftnet.api.names import hostname_errors
+from shiftnet.api.route_headers import REQUEST, RESPONSE, HeaderAction, parse_router_actions
 from shiftnet.api.selectors import Selector, parse_selector
 from shiftnet.errors import ConfigError, InvalidInput
 from shiftnet.router.durations import parse_duration_ms
@@ -67,6 +68,9 @@ class RouterConfig:
     route_labels: Selector = field(default_factory=Selector.everything)
     namespace_labels: Selector = field(default_factory=Selector.everything)
     set_forwarded_headers: str = "append"
+    # Router-wide header actions (the IngressController's spec.httpHeaders.actions)
+    http_request_headers: tuple[HeaderAction, ...] = ()
+    http_response_headers: tuple[HeaderAction, ...] = ()
     errorfile_503: str | None = None
     errorfile_404: str | None = None
     canonical_hostname: str | None = None
@@ -288,6 +292,13 @@ def _template(text: str) -> str:
     return value
 
 
+def _header_actions(direction: str) -> Callable[[str], tuple[HeaderAction, ...]]:
+    def parse(text: str) -> tuple[HeaderAction, ...]:
+        return parse_router_actions(text.strip(), direction)
+
+    return parse
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its dataclass field, environment variable, flag, parser and help."""
@@ -367,6 +378,14 @@ OPTIONS: tuple[Option, ...] = (
            "label selector: the namespaces whose routes this router serves"),
     Option("set_forwarded_headers", "ROUTER_SET_FORWARDED_HEADERS", "--set-forwarded-headers",
            _choice(FORWARDED_HEADER_POLICIES), "X-Forwarded-*/Forwarded policy (append)"),
+    Option("http_request_headers", "ROUTER_HTTP_REQUEST_HEADERS",
+           "--set-delete-http-request-header", _header_actions(REQUEST),
+           "request header actions of every route, before the route's own: "
+           "name:value:Set or name:Delete, comma-separated, parts percent-encoded"),
+    Option("http_response_headers", "ROUTER_HTTP_RESPONSE_HEADERS",
+           "--set-delete-http-response-header", _header_actions(RESPONSE),
+           "response header actions of every route, after the route's own "
+           "(same form)"),
     Option("errorfile_503", "ROUTER_ERRORFILE_503", "--errorfile-503", _path,
            "HTTP response file served when no pod can answer"),
     Option("errorfile_404", "ROUTER_ERRORFILE_404", "--errorfile-404", _path,

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from shiftnet.api import Endpoints, Route, Service
 from shiftnet.api.route import RouteTargetReference
+from shiftnet.api.route_headers import NO_HEADER_ACTIONS, HeaderActions, route_header_actions
 from shiftnet.router.admission import AdmissionResult, RouteKey, route_key
 from shiftnet.router.annotations import RouteOptions, parse_route_options
 
@@ -144,6 +145,7 @@ class L7Policy:
     targets: tuple[Target, ...]
     servers: tuple[Server, ...]  # sorted by (pool, ip, port); weight > 0 only
     warnings: tuple[str, ...]
+    headers: HeaderActions = NO_HEADER_ACTIONS  # spec.httpHeaders.actions, checked
 
     def __hash__(self) -> int:
         # Computed once: policies are compared and hashed as dict keys more than once.
@@ -162,6 +164,7 @@ class L7Policy:
                     self.targets,
                     self.servers,
                     self.warnings,
+                    self.headers,
                 )
             )
             object.__setattr__(self, "_hash", cached)
@@ -414,6 +417,7 @@ def build_policy(
         targets=targets,
         servers=servers,
         warnings=warnings + notes if notes else warnings,
+        headers=route_header_actions(route),
     )
 
 

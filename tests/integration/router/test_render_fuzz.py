@@ -25,7 +25,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support.hostile import ANNOTATION_KEYS, FIXED_HOSTILE, HOSTILE_CHARS
+from tests.support.hostile import (
+    ANNOTATION_KEYS,
+    FIXED_HOSTILE,
+    HEADER_NAMES,
+    HEADER_VALUES,
+    HOSTILE_CHARS,
+)
 from tests.support.tls import TestCA
 
 from shiftnet.api import Endpoints, Route
@@ -150,6 +156,20 @@ class _Generator:
         weight = self.rng.choice([None, 0, 1, 3, 100, 256])
         return {"kind": "Service", "name": self.pick(["svc", "web", "api"], 0.2), "weight": weight}
 
+    def header_actions(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        out: list[dict[str, Any]] = []
+        for _ in range(rng.randrange(4)):
+            name = self.pick(HEADER_NAMES, 0.3) if self.wild else rng.choice(HEADER_NAMES[:3])
+            if rng.random() < 0.3:
+                out.append({"name": name, "action": {"type": "Delete"}})
+            else:
+                value = (
+                    self.pick(HEADER_VALUES, 0.3) if self.wild else rng.choice(HEADER_VALUES[:5])
+                )
+                out.append({"name": name, "action": {"type": "Set", "set": {"value": value}}})
+        return out
+
     def route(self, index: int) -> Route:
         rng = self.rng
         self.wild = rng.random() < 0.35
@@ -169,6 +189,10 @@ class _Generator:
             spec["tls"] = tls
             if tls["termination"] == "passthrough" and not self.wild:
                 spec["path"] = ""
+        if rng.random() < 0.3 and (self.wild or tls is None or tls["termination"] != "passthrough"):
+            spec["httpHeaders"] = {
+                "actions": {"request": self.header_actions(), "response": self.header_actions()}
+            }
         annotations = {
             rng.choice(ANNOTATION_KEYS): rng.choice(PLAUSIBLE_VALUES + self.bad)
             for _ in range(rng.randrange(7))
@@ -292,6 +316,7 @@ class _Sampler:
     def __init__(self, root: Path, every: int) -> None:
         self.root, self.every, self.seen, self.checked, self.routes = root, every, 0, 0, 0
         self.admitted = self.raw_rendered = self.raw_skipped = 0
+        self.header_lines = 0  # route header actions written (spec.httpHeaders)
 
     def maybe_check(self, result: RenderResult) -> None:
         self.seen += 1
@@ -341,6 +366,7 @@ def test_hostile_routes_render_to_configurations_haproxy_accepts(
     raw = render(build_model(_everything_admitted(routes), eps), CONFIG, paths)
     _check_well_formed(raw)
     sampler.admitted += len(normal.backends)
+    sampler.header_lines += normal.files["haproxy.cfg"].count(b'-header "')
     sampler.raw_rendered += len(raw.backends)
     sampler.raw_skipped += len(raw.skipped)
     sampler.maybe_check(raw)
@@ -353,6 +379,7 @@ def test_fuzz_covered_enough(sampler: _Sampler) -> None:
     # Both paths really ran: many routes admitted and rendered, and the escaping
     # functions refused some raw values on their own.
     assert sampler.admitted >= 200, sampler.admitted
+    assert sampler.header_lines >= 50, sampler.header_lines
     assert sampler.raw_rendered >= 200 and sampler.raw_skipped >= 20, (
         sampler.raw_rendered,
         sampler.raw_skipped,

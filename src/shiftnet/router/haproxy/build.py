@@ -29,6 +29,13 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from shiftnet.api.route_headers import (
+    NO_HEADER_ACTIONS,
+    REQUEST,
+    RESPONSE,
+    HeaderAction,
+    HeaderActions,
+)
 from shiftnet.router.annotations import RouteOptions
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy import escape
@@ -37,6 +44,7 @@ from shiftnet.router.haproxy.description import (
     BackendOptions,
     Cookie,
     CrtEntry,
+    HeaderRule,
     MapEntry,
     Member,
     RouteParts,
@@ -193,7 +201,7 @@ def section_key(policy: L7Policy) -> tuple[object, ...] | None:
         members: tuple[tuple[str, int, int], ...] = ((only.ip, only.port, only.weight),)
     else:
         members = tuple((s.ip, s.port, s.weight) for s in sorted(servers, key=_server_order))
-    return (policy.termination, policy.insecure_policy, opts, members)
+    return (policy.termination, policy.insecure_policy, opts, policy.headers, members)
 
 
 def _destination_ca(policy: L7Policy) -> str | None:
@@ -207,10 +215,26 @@ def _destination_ca(policy: L7Policy) -> str | None:
 
 @functools.lru_cache(maxsize=1024)
 def _shared_options(
-    termination: str, insecure_policy: str, opts: RouteOptions, defaults: BackendDefaults
+    termination: str,
+    insecure_policy: str,
+    opts: RouteOptions,
+    defaults: BackendDefaults,
+    headers: HeaderActions = NO_HEADER_ACTIONS,
 ) -> BackendOptions:
     """:func:`_options` of options that name no file or path of their route."""
-    return _options(termination, insecure_policy, opts, defaults, None, {})
+    return _options(termination, insecure_policy, opts, defaults, None, {}, headers)
+
+
+def header_rules(actions: tuple[HeaderAction, ...], direction: str) -> tuple[HeaderRule, ...]:
+    """Header actions as escaped words (:func:`escape.header_name`, :func:`escape.header_value`);
+    raises :class:`escape.UnsafeValue` for one the grammar of ``direction`` refuses."""
+    return tuple(
+        HeaderRule(
+            escape.header_name(a.name, f"{direction} header name"),
+            None if a.value is None else escape.header_value(a.value, direction),
+        )
+        for a in actions
+    )
 
 
 def _rewrite_words(path: str, target: str) -> tuple[str, str]:
@@ -236,6 +260,7 @@ def _options(
     defaults: BackendDefaults,
     policy: L7Policy | None,
     files: dict[str, bytes],
+    headers: HeaderActions = NO_HEADER_ACTIONS,
 ) -> BackendOptions:
     """The backend's options; ``policy`` and ``files`` serve ``ip_allowlist`` and
     ``rewrite-target`` (see :func:`names_its_route`)."""
@@ -256,7 +281,13 @@ def _options(
     rewrite: tuple[str, str] | None = None
     hsts: str | None = None
     cookie: Cookie | None = None
+    request_headers: tuple[HeaderRule, ...] = ()
+    response_headers: tuple[HeaderRule, ...] = ()
     if http:
+        if headers.request:
+            request_headers = header_rules(headers.request, REQUEST)
+        if headers.response:
+            response_headers = header_rules(headers.response, RESPONSE)
         if opts.rewrite_target:
             assert policy is not None  # names_its_route: the route comes along
             rewrite = _rewrite_words(policy.rule.path, opts.rewrite_target)
@@ -277,6 +308,8 @@ def _options(
         rewrite_words=rewrite,
         hsts_word=hsts,
         cookie=cookie,
+        request_headers=request_headers,
+        response_headers=response_headers,
     )
 
 
@@ -322,10 +355,18 @@ def route_parts(policy: L7Policy, defaults: BackendDefaults) -> RouteParts:
     opts = policy.options
     if names_its_route(opts):
         options = _options(
-            policy.termination, policy.insecure_policy, opts, defaults, policy, files
+            policy.termination,
+            policy.insecure_policy,
+            opts,
+            defaults,
+            policy,
+            files,
+            policy.headers,
         )
     else:  # the same for every route of this kind with these options: made once
-        options = _shared_options(policy.termination, policy.insecure_policy, opts, defaults)
+        options = _shared_options(
+            policy.termination, policy.insecure_policy, opts, defaults, policy.headers
+        )
     servers = _servers(policy, defaults, files)
     backend = Backend(name, options, servers, _slots(policy.servers))
     crt = _certificate(policy, files) if policy.termination != HTTP else None

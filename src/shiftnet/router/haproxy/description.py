@@ -43,6 +43,14 @@ class Cookie:
     secure: bool
 
 
+class HeaderRule(NamedTuple):
+    """One header action as a backend or frontend writes it: the name and, for ``Set``,
+    the value, each an escaped word (:func:`escape.header_name`, :func:`escape.header_value`)."""
+
+    name_word: str
+    value_word: str | None  # None: del-header
+
+
 @dataclass(frozen=True)
 class BackendOptions:
     """Everything a backend section says apart from its name and its server slots.
@@ -61,6 +69,8 @@ class BackendOptions:
     rewrite_words: tuple[str, str] | None = None  # replace-path (pattern, replacement)
     hsts_word: str | None = None
     cookie: Cookie | None = None
+    request_headers: tuple[HeaderRule, ...] = ()  # the route's spec.httpHeaders, in order
+    response_headers: tuple[HeaderRule, ...] = ()
 
     def __hash__(self) -> int:
         cached: int | None = self.__dict__.get("_hash")
@@ -77,6 +87,8 @@ class BackendOptions:
                     self.rewrite_words,
                     self.hsts_word,
                     self.cookie,
+                    self.request_headers,
+                    self.response_headers,
                 )
             )
             object.__setattr__(self, "_hash", cached)

@@ -17,7 +17,7 @@ import hashlib
 import ipaddress
 import re
 
-from shiftnet.api import tls
+from shiftnet.api import route_headers, tls
 from shiftnet.errors import InvalidInput
 
 
@@ -120,6 +120,60 @@ def bare_path(value: str, what: str = "path") -> str:
     if not value.startswith("/") or not _VISIBLE_RE.fullmatch(value) or "#" in value:
         raise UnsafeValue(f"{what} {value!r} must be an absolute path of visible ASCII")
     return value
+
+
+# ---------------------------------------------------------------- header actions
+
+_HEADER_QUOTE = {"\\": "\\\\", '"': '\\"', "$": "\\$", "#": "\\#"}
+
+
+def _header_word(value: str) -> str:
+    """A double-quoted word of ASCII: ``\\ " $ #`` escaped, other bytes above 0x7e as ``\\xhh``.
+
+    HAProxy reads ``\\xhh`` inside quotes as that byte, so a UTF-8 value
+    arrives unchanged while the file stays ASCII. Control characters never get
+    here (the grammar refuses them).
+    """
+    if _PLAIN_ASCII_RE.fullmatch(value):  # the common case: nothing to encode
+        escaped = (
+            value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("#", "\\#")
+        )
+        return f'"{escaped}"'
+    out: list[str] = []
+    for ch in value:
+        if " " <= ch <= "~":
+            out.append(_HEADER_QUOTE.get(ch, ch))
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            raise UnsafeValue(f"header text contains the control character {ch!r}")
+        else:
+            try:
+                raw = ch.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UnsafeValue(f"header text contains {ch!r}, which is not UTF-8") from None
+            out.extend(f"\\x{b:02x}" for b in raw)
+    return '"' + "".join(out) + '"'
+
+
+def header_name(value: str, what: str = "header name", reserved: tuple[str, ...] = ()) -> str:
+    """A header action's name as one quoted word: an HTTP token of at most 255 characters,
+    none of ``reserved`` (lowercase). HAProxy takes the name literally (no ``%`` syntax)."""
+    problem = route_headers.name_problem(value, reserved or route_headers.RESERVED_NAMES)
+    if problem is not None:
+        raise UnsafeValue(f"{what} {value!r}: {problem}")
+    return _header_word(value)
+
+
+def header_value(value: str, direction: str, what: str = "header value") -> str:
+    """A ``set-header`` value as one quoted log-format word.
+
+    The value must match the header grammar of ``direction`` (``request`` or
+    ``response``, :mod:`shiftnet.api.route_headers`): ``%%`` and the permitted
+    ``%[...]`` fetches stay HAProxy's to expand, and nothing else can.
+    """
+    problem = route_headers.value_problem(value, direction)
+    if problem is not None:
+        raise UnsafeValue(f"{what} {value[:80]!r} is not a permitted {direction} header value")
+    return _header_word(value)
 
 
 # ---------------------------------------------------------------- regular expressions

@@ -19,10 +19,17 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from shiftnet.api.route_headers import REQUEST, RESPONSE, ROUTER_RESERVED_NAMES, HeaderAction
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.durations import format_duration_ms
 from shiftnet.router.haproxy import escape
-from shiftnet.router.haproxy.description import Backend, BackendOptions, CrtEntry, ServerOptions
+from shiftnet.router.haproxy.description import (
+    Backend,
+    BackendOptions,
+    CrtEntry,
+    HeaderRule,
+    ServerOptions,
+)
 from shiftnet.router.haproxy.limits import MaxconnFit
 from shiftnet.router.haproxy.names import (
     ADMIN_SOCKET,
@@ -185,6 +192,38 @@ def _option_lines(options: BackendOptions) -> list[str]:
             f"  http-response set-header Strict-Transport-Security {options.hsts_word}"
             " if { ssl_fc }"
         )
+    lines += header_lines("http-request", options.request_headers)
+    lines += header_lines("http-response", options.response_headers)
+    return lines
+
+
+def header_lines(keyword: str, rules: tuple[HeaderRule, ...]) -> list[str]:
+    """``set-header``/``del-header`` lines of ``keyword`` (http-request or http-response)."""
+    return [
+        f"  {keyword} del-header {r.name_word}"
+        if r.value_word is None
+        else f"  {keyword} set-header {r.name_word} {r.value_word}"
+        for r in rules
+    ]
+
+
+def _router_header_lines(config: RouterConfig) -> list[str]:
+    """The router-wide header actions, as OpenShift's IngressController places them: in the
+    frontends, so HAProxy runs request actions before the route's and response actions after."""
+    lines: list[str] = []
+    wanted: tuple[tuple[str, str, str, tuple[HeaderAction, ...]], ...] = (
+        ("http-request", REQUEST, "ROUTER_HTTP_REQUEST_HEADERS", config.http_request_headers),
+        ("http-response", RESPONSE, "ROUTER_HTTP_RESPONSE_HEADERS", config.http_response_headers),
+    )
+    for keyword, direction, source, actions in wanted:
+        rules = tuple(
+            HeaderRule(
+                escape.header_name(a.name, source, ROUTER_RESERVED_NAMES),
+                None if a.value is None else escape.header_value(a.value, direction, source),
+            )
+            for a in actions
+        )
+        lines += header_lines(keyword, rules)
     return lines
 
 
@@ -359,6 +398,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         "  mode http",
         f"  monitor-uri {PUBLIC_HEALTHZ}",
         *_header_hygiene(),
+        *_router_header_lines(config),
         *_lookup_block(HTTP_MAPS),
         "",
         f"frontend public_ssl from {BASE_DEFAULTS}",
@@ -389,6 +429,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         f" crt-list {escape.quoted(CRT_LIST)}",
         "  mode http",
         *_header_hygiene(),
+        *_router_header_lines(config),
         *_lookup_block(TLS_MAPS),
         "",
         f"backend {DEFAULT_BACKEND} from {BASE_DEFAULTS}",
