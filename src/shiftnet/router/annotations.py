@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shiftnet.router.allowlist import dropped_warning, has_entries, parse_allowlist
-from shiftnet.router.durations import parse_duration_ms
+from shiftnet.router.timeouts import MAX_MS, parse_haproxy_time
 
 HAPROXY = "haproxy.router.openshift.io/"
 ROUTER = "router.openshift.io/"
@@ -73,11 +73,6 @@ class RouteOptions:
     set_forwarded_headers: str | None = None
     rate_limit: RateLimit | None = None
     pod_concurrent_connections: int | None = None
-
-
-def _duration(value: str) -> int | None:
-    ms = parse_duration_ms(value, "ms")
-    return ms if ms is not None and ms > 0 else None
 
 
 def _count(value: str) -> int | None:
@@ -169,11 +164,19 @@ def _parse(annotations: Mapping[str, str]) -> tuple[RouteOptions, tuple[str, ...
         (TIMEOUT_TUNNEL, "timeout_tunnel_ms"),
     ):
         if (v := get(key)) is not None:
-            ms = _duration(v)
-            if ms is None:
-                bad(key, "must be a duration such as 500ms, 30s, 5m or 1h")
+            time = parse_haproxy_time(v)
+            if time is None:
+                bad(
+                    key,
+                    "must be a whole number without leading zeros and at most one unit "
+                    "(us, ms, s, m, h or d), such as 500ms, 30s, 5m or 1h",
+                )
             else:
-                opts[field] = ms
+                opts[field] = time.ms
+                if time.clipped:
+                    warnings.append(
+                        f"annotation {key}={v[:40]!r} clipped to HAProxy's largest time, {MAX_MS}ms"
+                    )
     # ip_allowlist when it names anything, else ip_whitelist (OpenShift's firstMatch).
     for allow_key in (IP_ALLOWLIST, IP_WHITELIST):
         if (v := get(allow_key)) is not None and has_entries(v):
