@@ -6,6 +6,7 @@
 * :class:`~shiftnet.master.nodeports.NodePortAllocator` (``spec.ports[].nodePort``),
 * :class:`~shiftnet.master.loadbalancer.LoadBalancerAllocator` (``status.loadBalancer``),
 * :class:`~shiftnet.master.endpoints.EndpointsController` (Endpoints),
+* :class:`~shiftnet.master.endpointslices.EndpointSliceController` (EndpointSlices),
 * :class:`~shiftnet.master.subnets.SubnetAllocator` (ClusterNetwork, HostSubnets),
 * :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional).
 
@@ -22,6 +23,7 @@ from shiftnet.informer import Informers
 from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
 from shiftnet.master.config import MasterConfig
 from shiftnet.master.endpoints import EndpointsController
+from shiftnet.master.endpointslices import EndpointSliceController
 from shiftnet.master.loadbalancer import LoadBalancerAllocator
 from shiftnet.master.nodeports import RANGE_ANNOTATION, NodePortAllocator
 from shiftnet.master.scheduler import Scheduler
@@ -70,6 +72,7 @@ class Master:
             workers=self.config.workers,
         )
         self.endpoints = EndpointsController(self.client, self.informers)
+        self.endpoint_slices = EndpointSliceController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
         self._started = False
 
@@ -87,6 +90,7 @@ class Master:
         await self.node_ports.start()
         await self.load_balancers.start()
         await self.endpoints.start()
+        await self.endpoint_slices.start()
         if self.scheduler is not None:
             await self.scheduler.start()
         self._started = True
@@ -138,6 +142,7 @@ class Master:
     async def stop(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
+        await self.endpoint_slices.stop()
         await self.endpoints.stop()
         await self.node_ports.stop()
         await self.load_balancers.stop()

@@ -41,6 +41,11 @@ ENDPOINTS_WRITES = Counter(
     "Endpoints objects created or updated by the endpoints controller.",
     registry=REGISTRY,
 )
+ENDPOINTSLICE_WRITES = Counter(
+    "shiftnet_master_endpointslice_writes",
+    "EndpointSlices created or updated by the EndpointSlice controller.",
+    registry=REGISTRY,
+)
 PODS_SCHEDULED = Counter(
     "shiftnet_master_pods_scheduled",
     "Pods given a node by the scheduler.",
