@@ -4,7 +4,7 @@ Good routes (HTTP and edge TLS, in their own namespaces) serve under a running
 client -- a bounded loop of fresh-connection requests on loopback, in a
 thread -- while one tenant applies, batch by batch, hostile values for every
 Route field and annotation that reaches HAProxy (``tests/support/hostile``):
-hosts, paths, names, every annotation's near misses and injection strings,
+hosts, paths, names, header actions, every annotation's near misses and injection strings,
 PEM oddities in certificate/key/CA/destination CA, and a certificate HAProxy
 refuses though validation accepts it. Each hostile route is refused by the
 API, not admitted (with a reason), left out by the renderer or by bisection,
@@ -26,6 +26,8 @@ from tests.support.backends import Backend, backends
 from tests.support.hostile import (
     ANNOTATION_KEYS,
     FIXED_HOSTILE,
+    HEADER_NAMES,
+    HEADER_VALUES,
     HOSTILE_HOSTS,
     HOSTILE_NAMES,
     HOSTILE_PATHS,
@@ -64,6 +66,18 @@ def hostile_routes() -> Iterator[Route | dict[str, Any]]:
     for key in ANNOTATION_KEYS:
         for value in NEAR_MISSES.get(key, []) + FIXED_HOSTILE[:8] + [FIXED_HOSTILE[-1]]:
             yield route(EVIL, name(), f"a{n}.evil.example.com", "evil", annotations={key: value})
+    for header in HEADER_NAMES:
+        actions = {"request": [{"name": header, "action": {"type": "Delete"}}]}
+        yield route(
+            EVIL, name(), f"hn{n}.evil.example.com", "evil", httpHeaders={"actions": actions}
+        )
+    for value in HEADER_VALUES + FIXED_HOSTILE:
+        set_value = {"name": "X-Evil", "action": {"type": "Set", "set": {"value": value}}}
+        for direction in ("request", "response"):
+            actions = {direction: [set_value]}
+            yield route(
+                EVIL, name(), f"hv{n}.evil.example.com", "evil", httpHeaders={"actions": actions}
+            )
     for case in pem_cases(LEAF.cert_pem, LEAF.key_pem, CA.cert_pem, key_pem(ec_key()), LEAF.key):
         tls = {"termination": "edge", **{k: v for k, v in case.tls.items() if v}}
         yield route(EVIL, name(), f"t{n}.evil.example.com", "evil", tls=tls)
