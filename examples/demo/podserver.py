@@ -37,7 +37,11 @@ class Handler(BaseHTTPRequestHandler):
             HEALTHY["ok"] = False
         elif self.path == "/recover":
             HEALTHY["ok"] = True
-        self._reply(200, f"pod={POD} ns={NAMESPACE} ip={IP} path={self.path}")
+        text = f"pod={POD} ns={NAMESPACE} ip={IP} path={self.path}"
+        greeting = self.headers.get("X-Greeting")
+        if greeting is not None:  # set by the router (examples/demo/50-headers.yaml)
+            text += f" greeting={greeting!r}"
+        self._reply(200, text)
 
     def _reply(self, code: int, text: str) -> None:
         body = (text + "\n").encode()

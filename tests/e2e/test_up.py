@@ -161,6 +161,9 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         http_port = env["ROUTER_SERVICE_HTTP_PORT"]
         body = through_router(http_port, "www.example.com", "/hello")
         assert "ns=mynamespace" in body, body
+        # The demo's header actions reach the pod (examples/demo/50-headers.yaml).
+        body = through_router(http_port, "headers.demo.example.com", "/")
+        assert "greeting='hello via headers.demo.example.com'" in body, body
         # The cluster DNS names the route's service.
         dns_host, dns_port = env["SHIFTNET_DNS_LISTEN"].split(":")
         answer = dns.query.udp(
