@@ -141,8 +141,6 @@ def _policy_problem(route: Route, host: str, config: RouterConfig) -> str | None
     wildcard = route.spec.wildcard_policy == "Subdomain"
     if wildcard and not config.allow_wildcard_routes:
         return "wildcard routes are not allowed by this router (ROUTER_ALLOW_WILDCARD_ROUTES)"
-    if wildcard and "." not in host:
-        return f'wildcard route host "{host}" needs a parent domain'
     for domain in config.denied_domains:
         if _in_domain(host, domain):
             return f'host "{host}" is in the denied domain "{domain}"'

@@ -408,7 +408,9 @@ def build_policy(
     return L7Policy(
         namespace=namespace,
         name=route.metadata.name,
-        rule=Rule(host, spec.path or "", spec.wildcard_policy == "Subdomain"),
+        # A wildcard route on a single-label host has no parent domain to serve:
+        # OpenShift's router admits it and matches its own host only.
+        rule=Rule(host, spec.path or "", spec.wildcard_policy == "Subdomain" and "." in host),
         termination=termination,
         insecure_policy=_insecure_policy(route, termination),
         tls=_tls(route, termination),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from tests.support import routes as f
 
 from shiftnet.api import Route
-from shiftnet.router.admission import INVALID_HOST, NO_HOST_VALUE, admit
+from shiftnet.router.admission import HOST_ALREADY_CLAIMED, INVALID_HOST, NO_HOST_VALUE, admit
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.render import RenderPaths, render_haproxy
 from shiftnet.router.model import build_model
@@ -71,3 +72,69 @@ def test_the_router_refuses_a_long_label_whatever_the_annotation() -> None:
     )
     decision = admit([route], [], CONFIG).decision("ns", "long")
     assert decision is not None and decision.reason == INVALID_HOST
+
+
+# Wildcard routes on a single-label host, as OpenShift's host admitter has them: the
+# wildcard key (GetDomainForHost) is "", so such a route claims the domain "" and is
+# served on its own host only (its host regexp falls back to the host itself).
+SINGLE_LABEL_CASES = [
+    ("alone", [("a", "intranet", True, "", "2026-01-01")], {"a": None}),
+    (
+        "wildcard blocks a plain single-label host of another namespace",
+        [("a", "intranet", True, "", "2026-01-01"), ("b", "other", False, "", "2026-01-02")],
+        {"a": None, "b": HOST_ALREADY_CLAIMED},
+    ),
+    (
+        "an older plain single-label host blocks the wildcard",
+        [("b", "other", False, "", "2026-01-01"), ("a", "intranet", True, "", "2026-01-02")],
+        {"a": HOST_ALREADY_CLAIMED, "b": None},
+    ),
+    (
+        "two in one namespace, same path: the older wins",
+        [("a", "one", True, "", "2026-01-01"), ("a", "two", True, "", "2026-01-02")],
+        {"a/one": None, "a/two": HOST_ALREADY_CLAIMED},
+    ),
+    (
+        "two in one namespace, other paths: both",
+        [("a", "one", True, "/x", "2026-01-01"), ("a", "two", True, "/y", "2026-01-02")],
+        {"a/one": None, "a/two": None},
+    ),
+    (
+        "a plain host of the same namespace: both",
+        [("a", "intranet", True, "", "2026-01-01"), ("a", "other", False, "", "2026-01-02")],
+        {"a/intranet": None, "a/other": None},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("routes", "want"), [c[1:] for c in SINGLE_LABEL_CASES], ids=[c[0] for c in SINGLE_LABEL_CASES]
+)
+def test_wildcard_on_a_single_label_host(
+    routes: list[tuple[str, str, bool, str, str]], want: dict[str, str | None]
+) -> None:
+    objs = [
+        f.route(host, host, namespace=ns, wildcard=wild, path=path, created=f"{day}T00:00:00Z")
+        for ns, host, wild, path, day in routes
+    ]
+    result = admit(objs, [], CONFIG)
+    got = {}
+    for (ns, host, *_), obj in zip(routes, objs, strict=True):
+        decision = result.decision(ns, obj.metadata.name)
+        assert decision is not None
+        key = ns if len({r[0] for r in routes}) == len(routes) else f"{ns}/{host}"
+        got[key] = decision.reason
+    assert got == want
+
+
+def test_a_single_label_wildcard_route_serves_its_own_host_only() -> None:
+    route = f.route("intranet", "intranet", wildcard=True)
+    result = admit([route], [], CONFIG)
+    decision = result.decision("ns", "intranet")
+    assert decision is not None and decision.admitted
+    assert decision.ingress is not None and decision.ingress.wildcard_policy == "Subdomain"
+    model = build_model(result, [f.endpoints("svc", ["10.1.0.1"])])
+    assert model.policies[0].rule.wildcard is False
+    out = render_haproxy(model, CONFIG, PATHS)
+    assert out["os_http_prefix.map"] == b"intranet/ be_http:ns:intranet\n"
+    assert all(b"intranet" not in v for k, v in out.items() if "wildcard" in k)
