@@ -170,3 +170,31 @@ async def test_router_wide_actions_run_before_the_routes_on_requests_and_after_o
             assert plain.headers["x-order"] == "router"
     finally:
         await env.stop()
+
+
+async def test_changed_actions_are_served_and_removed_ones_go(router_env: RouterEnv) -> None:
+    env = router_env
+    host = "change.hdr.example.com"
+    with backends("pod") as pods:
+        await env.apply(namespace("chg"), service("chg", "web"), endpoints("chg", "web", pods))
+
+        async def apply(actions: dict[str, Any] | None) -> None:
+            spec: dict[str, Any] = {"httpHeaders": {"actions": actions}} if actions else {}
+            await env.apply(route("chg", "web", host, "web", annotations=NO_COOKIES, **spec))
+
+        async def pod_sees(value: str | None) -> bool:
+            reply = await env.get(host)
+            return reply.status == 200 and seen(reply).get("x-version") == value
+
+        await apply({"request": [set_("X-Version", "one")]})
+        assert await env.eventually(lambda: pod_sees("one"))
+        await apply({"request": [set_("X-Version", "two")], "response": [delete("X-Backend")]})
+        assert await env.eventually(lambda: pod_sees("two"))
+        assert "x-backend" not in (await env.get(host)).headers
+        await apply(None)
+
+        async def gone() -> bool:
+            reply = await env.get(host)
+            return reply.status == 200 and "x-version" not in seen(reply) and reply.backend == "pod"
+
+        assert await env.eventually(gone)
