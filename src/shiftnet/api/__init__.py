@@ -40,6 +40,7 @@ from shiftnet.api.route import (
     RouteTargetReference,
     TLSConfig,
 )
+from shiftnet.api.secret import Secret
 
 __all__ = [
     "KINDS",
@@ -71,6 +72,7 @@ __all__ = [
     "RoutePort",
     "RouteSpec",
     "RouteTargetReference",
+    "Secret",
     "Service",
     "ServicePort",
     "TLSConfig",

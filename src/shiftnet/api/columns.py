@@ -19,6 +19,7 @@ from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
+from shiftnet.api.secret import Secret
 
 Cell = Callable[[Resource, dt.datetime], str]
 
@@ -239,6 +240,26 @@ ENDPOINTSLICE_COLUMNS = (
     AGE,
 )
 
+# ---------------------------------------------------------------- secrets
+
+
+def _secret(obj: Resource) -> Secret:
+    assert isinstance(obj, Secret)
+    return obj
+
+
+SECRET_COLUMNS = (
+    NAME,
+    Column("Type", "What the secret's data is for.", lambda o, now: _secret(o).type),
+    Column(
+        "Data",
+        "How many keys the secret holds (never their values).",
+        lambda o, now: str(len(_secret(o).data)),
+        type="integer",
+    ),
+    AGE,
+)
+
 # ---------------------------------------------------------------- routes (as `oc get routes`)
 
 
@@ -441,6 +462,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     "services": SERVICE_COLUMNS,
     "endpoints": ENDPOINTS_COLUMNS,
     "endpointslices": ENDPOINTSLICE_COLUMNS,
+    "secrets": SECRET_COLUMNS,
     "routes": ROUTE_COLUMNS,
     "nodes": NODE_COLUMNS,
     "namespaces": NAMESPACE_COLUMNS,

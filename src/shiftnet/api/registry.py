@@ -12,6 +12,7 @@ from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.fielderrors import quote
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
+from shiftnet.api.secret import Secret
 from shiftnet.errors import InvalidInput, InvalidObject, shorten
 
 KINDS: tuple[type[Resource], ...] = (
@@ -21,6 +22,7 @@ KINDS: tuple[type[Resource], ...] = (
     Endpoints,
     EndpointSlice,
     Node,
+    Secret,
     Route,
     ClusterNetwork,
     HostSubnet,

@@ -30,6 +30,8 @@ from shiftnet.api.route_validation import (
     route_standing_errors,
     route_update_errors,
 )
+from shiftnet.api.secret import Secret
+from shiftnet.api.secret_validation import secret_errors, secret_update_errors
 from shiftnet.errors import InvalidObject
 
 __all__ = [
@@ -55,6 +57,7 @@ _SPEC_RULES: dict[type[Resource], Callable[[Any], list[FieldError]]] = {
     Endpoints: endpoints_errors,
     EndpointSlice: endpoint_slice_errors,
     Node: node_errors,
+    Secret: secret_errors,
     Route: route_spec_errors,
     ClusterNetwork: cluster_network_errors,
     HostSubnet: host_subnet_errors,
@@ -67,6 +70,7 @@ UpdateRule = Callable[[Any, Any], list[FieldError]]
 # Kinds whose update keeps old values the create rules would refuse: (update, standing).
 _UPDATE_RULES: dict[type[Resource], tuple[UpdateRule, SpecRule]] = {
     Route: (route_update_errors, route_standing_errors),
+    Secret: (secret_update_errors, secret_errors),
 }
 
 

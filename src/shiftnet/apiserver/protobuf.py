@@ -21,6 +21,7 @@ naming where; kinds without a table are :class:`UnsupportedProtobuf`.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from shiftnet.errors import ShiftnetError, shorten
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 PREFIX = b"k8s\x00"
+_MAPS = (Kind.STRING_MAP, Kind.BYTES_MAP)
 NOT_DECODED = "(not decoded)"
 # Far more than any object kubectl writes; keeps a 3 MiB body of tiny fields from
 # holding the server's one thread for seconds.
@@ -95,7 +97,7 @@ class _Decoder:
             if spec is None:
                 out[unknown_key(wire.number)] = NOT_DECODED
                 continue
-            if wire.number in seen and not (spec.repeated or spec.kind is Kind.STRING_MAP):
+            if wire.number in seen and not (spec.repeated or spec.kind in _MAPS):
                 self.duplicates.append(_child(path, spec.name))
             seen.add(wire.number)
             self._field(out, wire, spec, path)
@@ -107,8 +109,9 @@ class _Decoder:
             assert spec.message is not None
             out.update(self.message(self.bytes_of(wire, here), spec.message, path))
             return
-        if spec.kind is Kind.STRING_MAP:
-            key, value = self._map_entry(self.bytes_of(wire, here), here)
+        if spec.kind in _MAPS:
+            raw = spec.kind is Kind.BYTES_MAP
+            key, value = self._map_entry(self.bytes_of(wire, here), here, raw=raw)
             entries = out.setdefault(spec.name, {})
             if key in entries:
                 self.duplicates.append(_child(here, key))
@@ -163,13 +166,15 @@ class _Decoder:
             return self._int_or_string(data, path)
         return NOT_DECODED if data else None  # OPAQUE: named, not read
 
-    def _map_entry(self, data: bytes, path: str) -> tuple[str, str]:
+    def _map_entry(self, data: bytes, path: str, *, raw: bool = False) -> tuple[str, str]:
+        """One map entry; with ``raw`` the value is bytes, given as base64 as JSON has it."""
         key = value = ""
         for wire in self.fields_of(data, path):
             if wire.number == 1:
                 key = _text(self.bytes_of(wire, f"{path} key"), f"{path} key")
             elif wire.number == 2:
-                value = _text(self.bytes_of(wire, _child(path, key)), _child(path, key))
+                found = self.bytes_of(wire, _child(path, key))
+                value = base64.b64encode(found).decode() if raw else _text(found, _child(path, key))
             else:
                 raise MalformedProtobuf(f"an entry of {path} has field {wire.number}")
         return key, value

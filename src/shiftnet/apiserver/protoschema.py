@@ -5,8 +5,8 @@ Pure data. The numbers are those of Kubernetes' ``generated.proto`` files
 ``.../util/intstr``); the JSON names are the ones the same Go fields carry.
 Only the kinds kubectl's generators and typed clients write to shiftnet are
 here: Namespace (``kubectl create namespace``), Service (``kubectl create
-service``), Pod (``kubectl debug --copy-to``) and DeleteOptions (``kubectl
-drain``).
+service``), Secret (``kubectl create secret``), Pod (``kubectl debug
+--copy-to``) and DeleteOptions (``kubectl drain``).
 
 Every upstream field of those messages is listed, also the ones shiftnet's
 models lack, so that such a field is named in the answer (``unknown field
@@ -32,6 +32,7 @@ class Kind(Enum):
     BOOL = "bool"
     MESSAGE = "message"
     STRING_MAP = "map<string,string>"
+    BYTES_MAP = "map<string,bytes>"  # JSON: base64 values (a Secret's data)
     TIME = "Time"  # meta/v1 Time: seconds since the epoch; empty means unset
     INT_OR_STRING = "IntOrString"
     OPAQUE = "opaque"  # a message shiftnet has no model for: named, not decoded
@@ -74,6 +75,10 @@ def message(
 
 def string_map(name: str) -> Field:
     return Field(name, Kind.STRING_MAP)
+
+
+def bytes_map(name: str) -> Field:
+    return Field(name, Kind.BYTES_MAP)
 
 
 def time(name: str, *, pointer: bool = False) -> Field:
@@ -437,11 +442,23 @@ POD = Message(
     },
 )
 
+SECRET = Message(
+    "Secret",
+    {
+        1: message("metadata", OBJECT_META),
+        5: boolean("immutable", pointer=True),
+        2: bytes_map("data"),
+        4: string_map("stringData"),
+        3: string("type"),
+    },
+)
+
 # (apiVersion, kind) of the envelope -> the message of its ``raw`` bytes.
 KINDS: dict[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
     ("v1", "Service"): SERVICE,
     ("v1", "Pod"): POD,
+    ("v1", "Secret"): SECRET,
     ("v1", "DeleteOptions"): DELETE_OPTIONS,
     ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
 }

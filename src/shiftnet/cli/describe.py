@@ -29,6 +29,7 @@ from shiftnet.api import (
     Pod,
     Resource,
     Route,
+    Secret,
     Service,
 )
 from shiftnet.cli import describers as d
@@ -79,6 +80,8 @@ async def describe_object(
         return d.describe_namespace(obj, now)
     if isinstance(obj, HostSubnet):
         return d.describe_hostsubnet(obj, now)
+    if isinstance(obj, Secret):
+        return d.describe_secret(obj, now)
     if isinstance(obj, ClusterNetwork):
         return d.describe_clusternetwork(obj, now)
     return d.describe_generic(obj, now)

@@ -8,7 +8,7 @@ lines. No I/O here, so the layout is unit-testable.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shiftnet.api import (
@@ -21,6 +21,7 @@ from shiftnet.api import (
     Probe,
     Resource,
     Route,
+    Secret,
     Service,
 )
 from shiftnet.cli.printing import age, or_none, parse_timestamp
@@ -38,6 +39,10 @@ class Block:
 
     def add(self, label: str, value: Value) -> Block:
         self.rows.append((label, value))
+        return self
+
+    def add_all(self, rows: Iterable[tuple[str, Value]]) -> Block:
+        self.rows.extend(rows)
         return self
 
     def lines(self) -> list[str]:
@@ -331,6 +336,15 @@ def describe_clusternetwork(cn: ClusterNetwork, now: dt.datetime) -> list[str]:
     if cn.mtu:
         b.add("MTU", str(cn.mtu))
     return b.lines()
+
+
+def describe_secret(secret: Secret, now: dt.datetime) -> list[str]:
+    """kubectl's layout: the type and each key's size in bytes, never a value."""
+    lines = _header(secret, now).lines()
+    lines += ["", *Block().add("Type", secret.type).lines(), "", "Data", "===="]
+    sizes = secret.sizes()
+    lines += Block().add_all((k, f"{sizes[k]} bytes") for k in sorted(sizes)).lines()
+    return lines
 
 
 def describe_generic(obj: Resource, now: dt.datetime) -> list[str]:

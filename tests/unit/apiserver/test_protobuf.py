@@ -374,7 +374,7 @@ def test_malformed_bodies_are_one_400_naming_where(body: bytes, reason: str) -> 
     [
         (
             envelope("v1", "Endpoints", meta(text(1, "e"))),
-            "protobuf bodies are read for DeleteOptions, Namespace, Pod and Service; "
+            "protobuf bodies are read for DeleteOptions, Namespace, Pod, Secret and Service; "
             "send Endpoints (v1) as JSON or YAML",
         ),
         (envelope("", "", b""), "send an object without a kind as JSON or YAML"),
@@ -474,3 +474,26 @@ def test_the_decoder_modules_do_no_io() -> None:
     io += ["shiftnet.store", "shiftnet.informer"]
     found = check(src, "shiftnet", pure, io)
     assert [v for v in found if v.rule == "pure-imports-io"] == []
+
+
+def test_a_secret_body_gives_its_binary_data_as_base64_as_json_has_it() -> None:
+    """``kubectl create secret``: ``data`` is map<string, bytes>, any byte allowed."""
+    binary = b"\x00\xff\xfe-not-utf8"
+    got = doc(
+        "v1",
+        "Secret",
+        meta(text(1, "web-tls")),
+        msg(2, text(1, "tls.key"), raw(2, binary)),
+        entry(4, "note", "plain"),
+        text(3, "kubernetes.io/tls"),
+        num(5, 1),
+    )
+    assert got == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "web-tls"},
+        "data": {"tls.key": base64.b64encode(binary).decode()},
+        "stringData": {"note": "plain"},
+        "type": "kubernetes.io/tls",
+        "immutable": True,
+    }
