@@ -46,6 +46,21 @@ def register(subparsers: Any) -> None:
         "--masquerade-all", action="store_true", help="kernel modes: masquerade all service traffic"
     )
     p.add_argument(
+        "--hostname-override",
+        metavar="NODE",
+        default=os.environ.get("SHIFTNET_PROXY_NODE_NAME") or None,
+        help="this node's name: its endpoints serve the Local traffic policies "
+        "(env SHIFTNET_PROXY_NODE_NAME; default: none, so Local policies find no endpoint)",
+    )
+    p.add_argument(
+        "--nodeport-addresses",
+        metavar="IP[,IP...]",
+        default=os.environ.get("SHIFTNET_PROXY_NODEPORT_ADDRESSES", "127.0.0.1"),
+        help="user-space mode: addresses node ports listen on (env "
+        "SHIFTNET_PROXY_NODEPORT_ADDRESSES; default 127.0.0.1); kernel modes serve node "
+        "ports on every non-loopback address of the node",
+    )
+    p.add_argument(
         "--udp-idle-timeout",
         type=float,
         default=float(os.environ.get("SHIFTNET_PROXY_UDP_IDLE_TIMEOUT", "30")),
@@ -85,7 +100,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from shiftnet.cli.runtime import run_async
     from shiftnet.proxy import ProxyConfig
-    from shiftnet.proxy.service import parse_max_relays
+    from shiftnet.proxy.service import parse_max_relays, parse_node_port_addresses
     from shiftnet.proxy.userspace import UserspaceConfig
 
     kernel: dict[str, Any] = {
@@ -99,10 +114,12 @@ def run(args: argparse.Namespace) -> int:
     config = ProxyConfig.from_env(
         mode=args.mode,
         kernel=kernel,
+        node_name=args.hostname_override,
         min_sync_interval=args.min_sync_interval,
         userspace=UserspaceConfig(
             udp_idle_timeout=args.udp_idle_timeout,
             max_relays=parse_max_relays(args.max_relays) if args.max_relays else None,
+            node_port_addresses=parse_node_port_addresses(args.nodeport_addresses),
         ),
     )
 

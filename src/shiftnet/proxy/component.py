@@ -21,7 +21,8 @@ class ProxyComponent:
         cfg = cluster.config
         default = "userspace" if getattr(cfg, "network", "local") == "local" else "nftables"
         mode = cfg.extra.get("proxy_mode") or os.environ.get("SHIFTNET_PROXY_MODE") or default
-        self.config = ProxyConfig.from_env(mode=mode)
+        # this node's endpoints serve the Local traffic policies
+        self.config = ProxyConfig.from_env(mode=mode, node_name=getattr(cfg, "node_name", None))
         self.proxy = ServiceProxy(cluster.require_store(), self.config)
 
     async def start(self) -> None:

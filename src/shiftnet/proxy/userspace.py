@@ -20,12 +20,19 @@ import logging
 import resource
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from prometheus_client import Counter
 
 from shiftnet.proxy.balancer import Balancer
+from shiftnet.proxy.listeners import (
+    ListenerKey,
+    cluster_listeners,
+    external_listeners,
+    refusal,
+)
 from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable
 from shiftnet.proxy.relay_budget import RelayBudget, default_relay_limit
 
@@ -54,6 +61,8 @@ class UserspaceConfig:
     # relayed TCP connections + UDP clients at once; None: a quarter of the descriptor limit
     max_relays: int | None = None
     bind_override: str | None = None  # listen here instead of the ClusterIP (tests, debugging)
+    # where node ports listen (kube-proxy's --nodeport-addresses); loopback unless asked
+    node_port_addresses: tuple[str, ...] = ("127.0.0.1",)
 
 
 def relay_limit(config: UserspaceConfig) -> int:
@@ -417,17 +426,43 @@ class UserspaceProxier:
         self.config = config or UserspaceConfig()
         self.budget = RelayBudget(relay_limit(self.config))  # one for every service port
         self.services: dict[ServicePortName, TCPService | UDPService] = {}
-        self.errors: dict[ServicePortName, str] = {}
+        self.external: dict[ListenerKey, TCPService | UDPService] = {}
+        self.errors: dict[Any, str] = {}
+        self.refused: dict[ServicePortName, str] = {}  # fields this mode cannot honour
 
     async def sync(self, table: ServiceTable) -> None:
         """Open, update and close listeners; a port that cannot be bound is retried next sync."""
         self.errors = {}
-        for key in [k for k in self.services if k not in table.entries]:
-            await self._close(key)
+        await self._sync_listeners(self.services, cluster_listeners(table))
+        await self._sync_listeners(self.external, self._external_listeners(table))
+
+    def _external_listeners(self, table: ServiceTable) -> dict[ListenerKey, ServiceEntry]:
+        """Node port, external IP and LB address listeners, and the refused policies."""
+        refused: dict[ServicePortName, str] = {}
+        wanted: dict[ListenerKey, ServiceEntry] = {}
         for key, entry in table.entries.items():
-            current = self.services.get(key)
+            if not entry.external_vips:
+                continue
+            if entry.external_local:
+                refused[key] = refusal(entry)
+                continue
+            wanted.update(external_listeners(entry, self.config.node_port_addresses))
+        for key in sorted(refused.keys() - self.refused.keys()):
+            log.error("%s", refused[key])
+        self.refused = refused
+        return wanted
+
+    async def _sync_listeners(
+        self,
+        services: dict[Any, TCPService | UDPService],
+        wanted: Mapping[Any, ServiceEntry],
+    ) -> None:
+        for key in [k for k in services if k not in wanted]:
+            await self._close(key, services)
+        for key, entry in wanted.items():
+            current = services.get(key)
             if current is not None and current.entry.vip != entry.vip:
-                await self._close(key)
+                await self._close(key, services)
                 current = None
             if current is not None:
                 current.update(entry)
@@ -458,17 +493,19 @@ class UserspaceProxier:
                 entry.port,
                 entry.protocol,
             )
-            self.services[key] = service
+            services[key] = service
 
-    async def _close(self, key: ServicePortName) -> None:
-        service = self.services.pop(key)
+    async def _close(self, key: Any, services: dict[Any, TCPService | UDPService]) -> None:
+        service = services.pop(key)
         await service.close()
         log.info("closed service=%s", key)
 
     async def stop(self) -> None:
         """Close every listener and every connection relayed through them."""
-        for key in list(self.services):
-            service = self.services[key]
-            await self._close(key)
-            if isinstance(service, TCPService):
-                service.close_connections()
+        groups: list[dict[Any, TCPService | UDPService]] = [self.services, self.external]
+        for services in groups:
+            for key in list(services):
+                service = services[key]
+                await self._close(key, services)
+                if isinstance(service, TCPService):
+                    service.close_connections()
