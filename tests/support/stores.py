@@ -4,7 +4,9 @@ reached through its kubeconfig."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -27,10 +29,27 @@ def etcd_server() -> Iterator[EtcdServer]:
         srv.stop()
 
 
+# Namespaces the store tests write into: the API admits a create only in one that exists.
+TEST_NAMESPACES = ("ns", "other", "a", "b", "shop")
+
+
+async def _seed_namespaces(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        for name in TEST_NAMESPACES:
+            await store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": name}})  # fmt: skip
+    finally:
+        await store.close()
+
+
 def start_apiserver(request: pytest.FixtureRequest, home) -> APIServerProcess:  # type: ignore[no-untyped-def]
-    """A ``shiftnet apiserver`` on a free loopback port, stopped when the test ends."""
+    """A ``shiftnet apiserver`` on a free loopback port, stopped when the test ends, its
+    store holding the Namespaces the tests write into."""
     home.mkdir(mode=0o700)
     srv = APIServerProcess(home)
+    with ThreadPoolExecutor(1) as pool:  # callers may already run an event loop
+        pool.submit(asyncio.run, _seed_namespaces(srv.store)).result()
     srv.start()
     request.addfinalizer(srv.stop)
     return srv

@@ -48,6 +48,8 @@ PROTOCOLS = ("SCTP", "TCP", "UDP")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES = ("ClientIP", "None")
+TRAFFIC_POLICIES = ("Cluster", "Local")
+LB_ONLY = "may only be used when `type` is 'LoadBalancer'"
 HTTP_SCHEMES = ("HTTP", "HTTPS")
 NODE_ADDRESS_TYPES = ("ExternalDNS", "ExternalIP", "Hostname", "InternalDNS", "InternalIP")
 MAX_AFFINITY_TIMEOUT = 86400
@@ -319,6 +321,7 @@ def _service_ports_errors(svc: Service) -> list[FieldError]:
     need_name = len(spec.ports) > 1
     seen_names: set[str] = set()
     seen_ports: set[tuple[int, str]] = set()
+    seen_node_ports: set[tuple[int, str]] = set()
     for i, port in enumerate(spec.ports):
         path = join("spec.ports", i)
         out += _service_port_errors(port, path, need_name)
@@ -334,6 +337,60 @@ def _service_ports_errors(svc: Service) -> list[FieldError]:
             out.append(
                 forbidden(join(path, "nodePort"), f"may not be used when `type` is '{spec.type}'")
             )
+        if port.node_port:
+            node_key = (port.node_port, port.protocol)
+            if node_key in seen_node_ports:
+                out.append(duplicate(join(path, "nodePort"), port.node_port))
+            seen_node_ports.add(node_key)
+    return out
+
+
+def _external_errors(svc: Service) -> list[FieldError]:
+    """Traffic policies and the load-balancer fields, as Kubernetes validates them."""
+    spec = svc.spec
+    out: list[FieldError] = []
+    external = spec.type in ("NodePort", "LoadBalancer") or (
+        spec.type == "ClusterIP" and bool(spec.external_ips)
+    )
+    etp = spec.external_traffic_policy
+    if etp is not None:
+        if etp not in TRAFFIC_POLICIES:
+            out.append(not_supported("spec.externalTrafficPolicy", etp, TRAFFIC_POLICIES))
+        elif not external:
+            out.append(
+                invalid(
+                    "spec.externalTrafficPolicy",
+                    etp,
+                    "may only be set for externally-accessible services",
+                )
+            )
+    itp = spec.internal_traffic_policy
+    if itp is not None and itp not in TRAFFIC_POLICIES:
+        out.append(not_supported("spec.internalTrafficPolicy", itp, TRAFFIC_POLICIES))
+    lb = spec.type == "LoadBalancer"
+    if spec.load_balancer_ip:
+        if not lb:
+            out.append(forbidden("spec.loadBalancerIP", LB_ONLY))
+        else:
+            ip = spec.load_balancer_ip
+            out += _first("spec.loadBalancerIP", ip, names.ip_errors(ip))
+    if spec.allocate_load_balancer_node_ports is not None and not lb:
+        out.append(forbidden("spec.allocateLoadBalancerNodePorts", LB_ONLY))
+    if spec.load_balancer_class is not None and not lb:
+        out.append(forbidden("spec.loadBalancerClass", LB_ONLY))
+    hc = spec.health_check_node_port
+    if hc:
+        if not (lb and etp == "Local"):
+            out.append(
+                invalid(
+                    "spec.healthCheckNodePort",
+                    hc,
+                    "may only be set when `type` is 'LoadBalancer' and "
+                    "`externalTrafficPolicy` is 'Local'",
+                )
+            )
+        else:
+            out += port_errors("spec.healthCheckNodePort", hc)
     return out
 
 
@@ -472,6 +529,7 @@ def service_errors(svc: Service) -> list[FieldError]:
     out += _affinity_errors(svc)
     for i, ip in enumerate(spec.external_ips):
         out += _first(join("spec.externalIPs", i), ip, names.ip_errors(ip))
+    out += _external_errors(svc)
     return out
 
 

@@ -58,6 +58,7 @@ def build_app(
 
     async def end_watches(_: web.Application) -> None:
         await api.watches.close()
+        await api.verbs.close()
 
     app.on_cleanup.append(end_watches)
     return app

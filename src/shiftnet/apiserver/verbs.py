@@ -5,8 +5,10 @@ shape check, :func:`shiftnet.api.validation.errors` (every field problem
 reported, not just the first), on update apply's merge (status and
 controller-assigned fields kept, immutable fields refused), and for a Service
 the ClusterIP request check (:class:`shiftnet.applying.ServiceIPCheck`).
-Unknown and duplicate fields are handled first, as the request's
-``fieldValidation`` says (:mod:`shiftnet.apiserver.fieldvalidation`). Errors leave as
+A create passes NamespaceLifecycle (:mod:`shiftnet.apiserver.namespaces`)
+before validation, as upstream's admission runs. Unknown and duplicate fields
+are handled first, as the request's ``fieldValidation`` says
+(:mod:`shiftnet.apiserver.fieldvalidation`). Errors leave as
 :class:`~shiftnet.apiserver.status.StatusError`; nothing is written when one
 is raised.
 """
@@ -29,6 +31,7 @@ from shiftnet.api.validation import errors as field_errors
 from shiftnet.api.validation import update_errors as update_field_errors
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, drop_unknown
+from shiftnet.apiserver.namespaces import NamespaceLifecycle
 from shiftnet.apiserver.paging import decode_token, page
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import (
@@ -174,6 +177,10 @@ class Verbs:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.client = Client(store)
+        self.namespaces = NamespaceLifecycle(store)
+
+    async def close(self) -> None:
+        await self.namespaces.close()
 
     async def _call(self, info: ResourceInfo, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -247,6 +254,7 @@ class Verbs:
     ) -> dict[str, Any]:
         obj = parse(info, raw, check)
         _place(info, obj, namespace)
+        await self.namespaces.admit_create(info, obj.metadata.namespace, obj.metadata.name)
         # As upstream's create: the status sent is decoded (a badly shaped one is
         # refused) and then reset; no server identity from the client.
         _reset_status(obj)

@@ -66,6 +66,15 @@ def error_for(code: int, body: Any, call: Call, revision: int = 0) -> ShiftnetEr
     message = _message(body)
     said = f": {message}" if message else ""
     if code == 404:
+        details = body.get("details") if isinstance(body, dict) else None
+        missing = details.get("name") if isinstance(details, dict) else None
+        if (
+            call.resource != "namespaces"
+            and isinstance(details, dict)
+            and details.get("kind") == "namespaces"
+            and isinstance(missing, str)
+        ):  # a create in a namespace the server does not have (NamespaceLifecycle)
+            return NotFound("namespaces", None, missing)
         return NotFound(call.resource, call.namespace, call.name)
     if code == 409:
         if reason == "AlreadyExists":

@@ -144,6 +144,14 @@ async def test_an_invalid_object_is_refused_naming_the_field(store) -> None:
         await store.get(RESOURCE, "ns", "bad")
 
 
+async def test_a_create_in_a_namespace_the_server_lacks_names_the_namespace(store) -> None:
+    with pytest.raises(NotFound) as err:
+        await store.create(RESOURCE, thing("web", ns="nowhere"))
+    assert str(err.value) == 'namespaces "nowhere" not found'
+    assert (err.value.resource, err.value.name) == ("namespaces", "nowhere")
+    assert (await store.list(RESOURCE)).items == []
+
+
 async def test_a_kind_the_api_does_not_have_is_one_sentence(store) -> None:
     with pytest.raises(ConfigError, match='cannot hold "things"'):
         await store.list("things")
