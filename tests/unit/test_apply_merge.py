@@ -49,3 +49,18 @@ def test_cluster_ip_is_immutable() -> None:
 def test_for_create_drops_server_fields() -> None:
     created = for_create(service(**STORED)).to_dict()["metadata"]
     assert {k: v for k, v in created.items() if v} == {"name": "web", "namespace": "default"}
+
+
+def test_node_ports_kept_while_the_type_has_them_and_dropped_with_it() -> None:
+    def typed(kind: str, node_port: int | None = None, port: int = 80) -> Service:
+        svc = service("127.30.0.5", port=port, **STORED)
+        svc.spec.type = kind
+        svc.spec.ports[0].node_port = node_port
+        return svc
+
+    stored = typed("NodePort", 30080)
+    assert merged_for_update(stored, typed("NodePort")).spec.ports[0].node_port == 30080
+    assert merged_for_update(stored, typed("LoadBalancer")).spec.ports[0].node_port == 30080
+    assert merged_for_update(stored, typed("NodePort", 30099)).spec.ports[0].node_port == 30099
+    assert merged_for_update(stored, typed("NodePort", port=81)).spec.ports[0].node_port is None
+    assert merged_for_update(stored, typed("ClusterIP")).spec.ports[0].node_port is None

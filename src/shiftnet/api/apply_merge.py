@@ -80,7 +80,27 @@ def merged_for_update(existing: Resource, wanted: Resource) -> Resource:
     for path in SERVER_ASSIGNED.get(kind, ()):
         if _dig(new, path) in (None, "") and _dig(old, path) not in (None, ""):
             _put(out, path, copy.deepcopy(_dig(old, path)))
+    if kind == "Service":
+        _keep_node_ports(old, out)
     return type(existing).model_validate(out)
+
+
+def _keep_node_ports(old: dict[str, Any], out: dict[str, Any]) -> None:
+    """A port the manifest gives without ``nodePort`` keeps the one the master gave it
+    (matched by port number and protocol, as Kubernetes does), while the Service still
+    has node ports (NodePort or LoadBalancer)."""
+    if (out.get("spec") or {}).get("type") not in ("NodePort", "LoadBalancer"):
+        return
+    held = {
+        (p.get("port"), p.get("protocol", "TCP")): p["nodePort"]
+        for p in (old.get("spec") or {}).get("ports") or []
+        if p.get("nodePort")
+    }
+    for port in out["spec"].get("ports") or []:
+        if not port.get("nodePort"):
+            kept = held.get((port.get("port"), port.get("protocol", "TCP")))
+            if kept:
+                port["nodePort"] = kept
 
 
 def for_create(wanted: Resource) -> Resource:
