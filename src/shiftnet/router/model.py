@@ -323,14 +323,16 @@ def _unique(members: Iterable[PoolMember]) -> tuple[PoolMember, ...]:
 def scale_weights(targets: Mapping[str, tuple[int, int]]) -> dict[str, int]:
     """Per-member HAProxy weights for each pool: ``{pool: (route weight, members)} -> {pool: w}``.
 
-    Like OpenShift's router: a target's weight is spread over its members
-    (weight / members), then every member weight is scaled so the largest is
-    256, truncated, and kept at least 1 for a target whose weight is not 0.
-    A target with weight 0 or without members gets 0 (no servers).
+    Like OpenShift's router (``calculateServiceWeights``): when exactly one target
+    has both a weight and members, its members get weight 1 and the others 0;
+    otherwise a target's weight is spread over its members (weight / members),
+    then every member weight is scaled so the largest is 256, truncated, and
+    kept at least 1 for a target whose weight is not 0. A target with weight 0
+    or without members gets 0 (no servers).
     """
-    if len(targets) == 1:  # the common case: one service
-        ((pool, (weight, members)),) = targets.items()
-        return {pool: MAX_SERVER_WEIGHT if weight > 0 and members > 0 else 0}
+    active = [p for p, (weight, members) in targets.items() if weight > 0 and members > 0]
+    if len(active) <= 1:
+        return {pool: 1 if pool in active else 0 for pool in targets}
     per_member: dict[str, Fraction] = {}
     for pool, (weight, members) in targets.items():
         per_member[pool] = Fraction(weight, members) if weight > 0 and members > 0 else Fraction(0)
@@ -438,7 +440,9 @@ def _one_backend(
 ) -> tuple[tuple[Target, ...], tuple[Server, ...], tuple[str, ...]]:
     """:func:`_backends` for a route with ``spec.to`` only (the common case), without dicts.
 
-    One target takes all: its members get weight 256 unless its own weight is 0.
+    One target takes all: its members get weight 1 unless its own weight is 0
+    (OpenShift renders 1 for a route's only active service: equal members need no
+    larger weight, and HAProxy sizes its per-server state by the weights).
     """
     service = ref.name
     pname = pool_name(namespace, service)
@@ -452,7 +456,7 @@ def _one_backend(
         notes = (_no_port_note(target_port, namespace, service),)
     servers: tuple[Server, ...] = ()
     if weight > 0 and members:
-        servers = tuple(Server(m.ip, m.port, pname, m.pod, MAX_SERVER_WEIGHT) for m in members)
+        servers = tuple(Server(m.ip, m.port, pname, m.pod, 1) for m in members)
     return (Target(pname, service, weight, len(members)),), servers, notes
 
 
@@ -471,7 +475,7 @@ def _backends(
         name = pool_name(namespace, ref.name)
         weight = DEFAULT_ROUTE_WEIGHT if ref.weight is None else ref.weight
         weight = max(0, min(MAX_SERVER_WEIGHT, weight))
-        weights[name] = weights.get(name, 0) + weight  # a service named twice: weights add
+        weights[name] = weight  # a service named twice: the last weight given, as OpenShift
         services_of[name] = ref.name
 
     resolved: dict[str, tuple[PoolMember, ...]] = {}

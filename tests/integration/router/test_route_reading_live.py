@@ -3,6 +3,7 @@ that OpenShift reads leniently still restrict the route as asked."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,37 @@ def test_allowlists_keep_their_valid_entries_and_never_fail_open(tmp_path: Path)
         "tabbed": 200,
         "open": 200,
     }
+
+
+def test_two_weighted_services_switch_a_passthrough_route_to_roundrobin(tmp_path: Path) -> None:
+    """OpenShift's balance switch: with two services of non-zero weight (one of them
+    without pods yet) a passthrough route is balanced roundrobin, not by source, so
+    one client's connections reach both pods; a one-service route stays on source."""
+    https_port = free_port()
+    config = RouterConfig(
+        http_port=free_port(),
+        https_port=https_port,
+        stats_port=0,
+        threads=1,
+        max_connections=200,
+        bind_address="127.0.0.1",
+    )
+    pod_cert = TestCA().issue("127.0.0.1")
+    with backends("p1", "p2", tls=pod_cert, port=free_port()) as pods:
+        routes = [
+            f.route(
+                "two",
+                "two.example.com",
+                service="web",
+                alternates=[("later", 50)],
+                tls={"termination": "passthrough"},
+            ),
+            f.route("one", "one.example.com", service="web", tls={"termination": "passthrough"}),
+        ]
+        conf = _serve(tmp_path, config, routes, [_eps("web", pods)])
+        with running_haproxy(conf, [config.http_port]):
+            two = [request(https_port, "two.example.com", tls=True).backend for _ in range(8)]
+            one = {request(https_port, "one.example.com", tls=True).backend for _ in range(8)}
+    assert sorted(set(two)) == ["p1", "p2"]
+    assert all(a != b for a, b in itertools.pairwise(two)), two  # strictly alternating
+    assert len(one) == 1  # source: one client, one pod

@@ -158,7 +158,7 @@ def test_weight_zero_takes_no_traffic() -> None:
     route = f.route("r", service="a", weight=0, alternates=[("b", 5)])
     eps = [f.endpoints("a", ["10.0.0.1"]), f.endpoints("b", ["10.0.0.2"])]
     policy = model([route], eps).policies[0]
-    assert [(s.pool, s.weight) for s in policy.servers] == [("ns_b", 256)]
+    assert [(s.pool, s.weight) for s in policy.servers] == [("ns_b", 1)]  # the only active one
     assert model([route], eps).pool_names == ("ns_a", "ns_b")  # the pool still exists
 
 
@@ -173,7 +173,7 @@ def test_all_weights_zero_means_no_servers() -> None:
 def test_default_weight_is_100_and_spread_over_pods() -> None:
     eps = f.endpoints("svc", ["10.0.0.1", "10.0.0.2", "10.0.0.3"])
     policy = model([f.route("r")], [eps]).policies[0]
-    assert [s.weight for s in policy.servers] == [256, 256, 256]
+    assert [s.weight for s in policy.servers] == [1, 1, 1]  # one active service: 1, as OpenShift
     assert policy.targets[0].weight == 100
 
 

@@ -61,7 +61,7 @@ def test_routes_to_the_same_pods_share_the_first_routes_backend() -> None:
     sections = _sections(out[r.CONFIG_FILE])
     assert [name for name in sections if name.startswith("be_http:")] == ["be_http:ns:a"]
     assert {_host_backend(out, h) for h in ("a.test", "b.test", "c.test")} == {"be_http:ns:a"}
-    assert _servers(sections["be_http:ns:a"]) == ["10.0.0.1:8080 256", "10.0.0.2:8080 256"]
+    assert _servers(sections["be_http:ns:a"]) == ["10.0.0.1:8080 1", "10.0.0.2:8080 1"]
     # Health checks are counted once per backend, not once per route.
     assert r.render(build_model(admit(routes, [], CONFIG), eps), CONFIG, PATHS).fit.checked == 4
 
@@ -167,8 +167,8 @@ def test_runtime_backends_for_a_group_whose_pods_change_together() -> None:
     sections = assembly.runtime_backends()
     assert sections is not None and list(sections) == ["be_http:ns:a"]
     assert _servers(backend_text(sections["be_http:ns:a"])) == [
-        "10.0.0.1:8080 256",
-        "10.0.0.2:8080 256",
+        "10.0.0.1:8080 1",
+        "10.0.0.2:8080 1",
     ]
 
 

@@ -24,6 +24,7 @@ Lookups do not grow with the route count. No ``map_reg``:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import zlib
 from collections.abc import Iterable
@@ -181,6 +182,20 @@ def names_its_route(opts: RouteOptions) -> bool:
     return opts.ip_allowlist is not None or bool(opts.rewrite_target)
 
 
+def route_options(policy: L7Policy) -> RouteOptions:
+    """The route's options with OpenShift's balance switch: without a ``balance``
+    annotation, a route with more than one service of non-zero weight is
+    balanced ``roundrobin`` (whether or not those services have pods yet)."""
+    opts = policy.options
+    if (
+        opts.balance is None
+        and len(policy.targets) > 1
+        and sum(1 for t in policy.targets if t.weight > 0) > 1
+    ):
+        return dataclasses.replace(opts, balance="roundrobin")
+    return opts
+
+
 def section_key(policy: L7Policy) -> tuple[object, ...] | None:
     """What the route's backend says apart from its name; None: a backend of its own.
 
@@ -192,7 +207,7 @@ def section_key(policy: L7Policy) -> tuple[object, ...] | None:
     backend through the runtime API, instead of moving the route to another
     backend.
     """
-    opts = policy.options
+    opts = route_options(policy)
     servers = policy.servers
     if not servers or names_its_route(opts) or _destination_ca(policy):
         return None
@@ -352,7 +367,7 @@ def route_parts(policy: L7Policy, defaults: BackendDefaults) -> RouteParts:
     """Describe one route. Raises :class:`escape.UnsafeValue` when a value cannot be written."""
     name = backend_name(policy)
     files: dict[str, bytes] = {}
-    opts = policy.options
+    opts = route_options(policy)
     if names_its_route(opts):
         options = _options(
             policy.termination,
