@@ -46,29 +46,59 @@ class IptPlan:
     def full(self, table: ServiceTable, existing: Iterable[tuple[str, str]] = ()) -> str:
         """Everything, and ``-X`` for the chains in ``existing`` ((table, name), hashed
         names of ours found in the kernel) that it no longer has."""
+        return "".join(self.full_parts(table, existing))
+
+    def full_parts(
+        self,
+        table: ServiceTable,
+        existing: Iterable[tuple[str, str]] = (),
+        services_per_part: int | None = None,
+    ) -> list[str]:
+        """A full sync as restore inputs to apply in order (one unless ``services_per_part``).
+
+        With ``services_per_part`` the per-service chains come in parts of that many
+        service ports, each whole (its SVC, SEP, ... chains together; the first part also
+        KUBE-MARK-MASQ and KUBE-POSTROUTING), and the last part writes the dispatch and
+        top chains and deletes stale ones. Each part is
+        one transaction, and after each every service is served by a complete old or
+        new set of chains: new chains are not referenced before the last part, and no
+        chain is deleted before it.
+        """
         self._dispatch.clear()
         self._members.clear()
-        writes: list[Chain] = []
+        groups: list[list[Chain]] = []
         for entry in table.sorted_entries():
             rules = describe(entry, self.config)
-            writes += rules.chains.values()
+            groups.append(list(rules.chains.values()))
             self._add(entry.id, rules.dispatch)
+        rest: list[Chain] = []
         self._live = {t: set() for t in TABLES}
         for bucket in sorted(self._members):
             for chain in self._bucket_chains(bucket):
-                writes.append(chain)
+                rest.append(chain)
                 self._live[chain.table].add(bucket)
         for table_name in TABLES:
-            writes += top_chains(table_name, self._live[table_name])
-        writes += static_chains()
-        owned = {(c.table, c.name) for c in writes}
+            rest += top_chains(table_name, self._live[table_name])
+        static = static_chains()  # first: endpoint chains jump to KUBE-MARK-MASQ
+        rest = [*static, *rest]
+        owned = {(c.table, c.name) for c in rest}
+        owned.update((c.table, c.name) for group in groups for c in group)
         self.owned = {name for _, name in owned if HASHED_CHAIN_RE.match(name)}
         stale = sorted(
             (ipt_value("table", t), ipt_value("chain", name))
             for t, name in set(existing)
             if (t, name) not in owned
         )
-        return render_restore_text(writes, stale)
+        if services_per_part is None:
+            return [render_restore_text([*(c for g in groups for c in g), *rest], stale)]
+        size = max(1, services_per_part)
+        parts = [
+            render_restore_text(
+                [*(static if i == 0 else ()), *(c for group in groups[i : i + size] for c in group)]
+            )
+            for i in range(0, len(groups), size)
+        ]
+        return [*parts, render_restore_text(rest[len(static) :] if parts else rest, stale)]
 
     def partial(self, diff: TableDiff) -> str:
         """Only what ``diff`` changed ("" when that is nothing)."""

@@ -39,6 +39,7 @@ SYNC_FAILURES = Counter(
 )
 
 _NETNS_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+IPT_NFT_SERVICES_PER_RESTORE = 500  # service ports per restore of a full sync with iptables-nft
 _OWN_CHAIN_RE = re.compile(r"^:(KUBE-(?:SVC|SVL|EXT|SEP|DST)-[A-Z2-7]{16}) ", re.M)
 
 
@@ -324,8 +325,12 @@ class KernelProxier:
             self._ipt_plan = None  # until this full sync succeeds
             await self._ensure_jumps()
             plan = iptables.IptPlan(self.ipt)
-            text = plan.full(table, await self._existing_ipt_chains())
-            await run_command(restore, text, self.config.netns)
+            # iptables-nft-restore slows down more than linearly with the size of one
+            # input (1,000 services 1.5 s, 2,000 40 s, 4,000 200 s here): parts
+            per_part = IPT_NFT_SERVICES_PER_RESTORE if self._ipt_backend == "nft" else None
+            existing = await self._existing_ipt_chains()
+            for text in plan.full_parts(table, existing, per_part):
+                await run_command(restore, text, self.config.netns)
             self._ipt_plan, self._ipt_full_at = plan, now
             return "full"
         text = plan.partial(diff)

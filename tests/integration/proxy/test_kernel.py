@@ -182,13 +182,14 @@ async def test_failed_apply_keeps_old_rules_and_is_reported(kenv, monkeypatch) -
 
         monkeypatch.setattr(nftables, "render_swap", looping)
     else:
-        real_ipt = iptables.IptPlan.full
+        real_ipt = iptables.IptPlan.full_parts
 
-        def looping_ipt(self, table, existing=()):  # type: ignore[no-untyped-def]
-            head, _, _ = real_ipt(self, table, existing).rpartition("COMMIT")
-            return head + "-A KUBE-SERVICES -j KUBE-SERVICES\nCOMMIT\n"
+        def looping_ipt(self, *args):  # type: ignore[no-untyped-def]
+            *parts, last = real_ipt(self, *args)
+            head, _, _ = last.rpartition("COMMIT")
+            return [*parts, head + "-A KUBE-SERVICES -j KUBE-SERVICES\nCOMMIT\n"]
 
-        monkeypatch.setattr(iptables.IptPlan, "full", looping_ipt)
+        monkeypatch.setattr(iptables.IptPlan, "full_parts", looping_ipt)
     with pytest.raises(KernelApplyError):
         await kernel.sync(proxy.table, None)
     assert kernel.last_error and not kernel.in_sync

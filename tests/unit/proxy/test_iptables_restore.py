@@ -226,3 +226,33 @@ def test_plan_matches_table_built_at_once() -> None:
     table = build_service_table(svcs.values(), eps.values())
     assert diff_tables(table, table).empty
     assert iptables.IptPlan(CFG).full(table) == iptables.IptPlan(CFG).full(table)
+
+
+def test_full_sync_in_parts_is_consistent_after_each_part() -> None:
+    """Parts of at most 4 service ports: after each part (on top of an older ruleset)
+    every jump lands on a chain, and the end state is the one-part full sync's."""
+    c = Cluster(20)
+    for i in range(0, 20, 3):  # the kernel holds an older state: endpoints differ
+        c.eps[("default", f"s{i}")] = endpoints(f"s{i}", [(f"10.7.{i}.1", 8080)])
+        c.changes.mark("default", f"s{i}")
+    del c.svcs[("default", "s19")]
+    c.changes.mark("default", "s19")
+    table, _ = c.take()
+    existing = [key for key in c.kernel.chains if iptables.HASHED_CHAIN_RE.match(key[1])]
+    parts = iptables.IptPlan(CFG).full_parts(table, existing, services_per_part=4)
+    assert len(parts) == 5 + 1  # 19 service ports in parts of 4, then the rest
+    assert all(":KUBE-SERVICES" not in p and "\n-X " not in p for p in parts[:-1])
+    assert "\n-X KUBE-SVC-" in parts[-1]  # s19's chains go only at the end
+    for part in parts:
+        c.kernel.restore(part)  # asserts no dangling jump after each
+    assert c.kernel.chains == c.full_equivalent()
+
+
+def test_full_sync_in_parts_into_an_empty_kernel() -> None:
+    c = Cluster(7)
+    kernel = Kernel()
+    parts = iptables.IptPlan(CFG).full_parts(c.changes.table, (), services_per_part=3)
+    assert len(parts) == 4
+    for part in parts:
+        kernel.restore(part)
+    assert kernel.chains == c.full_equivalent()
