@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench.nodeport_latency import nodeport_bench, print_nodeports  # noqa: E402
 from tests.support.proxy_netns import Topology  # noqa: E402
 
 from shiftnet.api import Endpoints, Service  # noqa: E402
@@ -436,6 +437,12 @@ def main() -> None:
     )
     ap.add_argument("--skip-userspace", action="store_true")
     ap.add_argument(
+        "--nodeport-modes",
+        default="nftables",
+        help="kernel modes of the node port latency table (bench/nodeport_latency.py); "
+        "'none' skips it",
+    )
+    ap.add_argument(
         "--rounds", type=int, default=5, help="user space: interleaved wrk rounds per path"
     )
     args = ap.parse_args()
@@ -445,6 +452,10 @@ def main() -> None:
         out["kernel"] = kernel_bench(sizes, args.modes.split(","))
     if not args.skip_userspace:
         out["userspace"] = userspace_bench(3 if args.quick else 10, 50, args.rounds)
+    if args.nodeport_modes != "none":
+        out["nodeports"] = nodeport_bench(
+            [1, 1000 if args.quick else 10000], args.nodeport_modes.split(",")
+        )
     print_table(out)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
@@ -483,6 +494,8 @@ def print_table(out: dict) -> None:
             )
     if "userspace" in out:
         print_userspace(out["userspace"])
+    if "nodeports" in out:
+        print_nodeports(out["nodeports"])
 
 
 def print_userspace(u: dict) -> None:
