@@ -23,6 +23,7 @@ from shiftnet.api.discovery import (
     EndpointSlice,
     EndpointSlicePort,
 )
+from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.network import ClusterNetwork, ClusterNetworkEntry, HostSubnet
 from shiftnet.api.registry import (
     KINDS,
@@ -59,6 +60,8 @@ __all__ = [
     "Endpoints",
     "EnvVar",
     "HostSubnet",
+    "Ingress",
+    "IngressClass",
     "Namespace",
     "Node",
     "NodeAddress",

@@ -17,6 +17,7 @@ from shiftnet.api.ages import age
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.discovery import EndpointSlice
+from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
 from shiftnet.api.secret import Secret
@@ -260,6 +261,77 @@ SECRET_COLUMNS = (
     AGE,
 )
 
+# ---------------------------------------------------------------- ingresses (as kubectl)
+
+
+def _ingress(obj: Resource) -> Ingress:
+    assert isinstance(obj, Ingress)
+    return obj
+
+
+def ingress_hosts(ing: Ingress) -> str:
+    """kubectl's HOSTS: each rule's host ("*" for none), at most three then "+ N more..."."""
+    hosts = [r.host or "*" for r in ing.spec.rules]
+    if len(hosts) > 3:
+        return ",".join(hosts[:3]) + f" + {len(hosts) - 3} more..."
+    return ",".join(hosts) if hosts else "*"
+
+
+def ingress_address(ing: Ingress) -> str:
+    """kubectl's ADDRESS: every load balancer entry's IP or host name."""
+    found = [e.ip or e.hostname or "" for e in ing.status.load_balancer.ingress]
+    return ",".join(x for x in found if x)
+
+
+def _ingress_class(obj: Resource) -> IngressClass:
+    assert isinstance(obj, IngressClass)
+    return obj
+
+
+def _parameters(ic: IngressClass) -> str:
+    p = ic.spec.parameters
+    if p is None:
+        return "<none>"
+    kind = f"{p.kind}.{p.api_group}" if p.api_group else p.kind
+    return f"{kind}/{p.name}"
+
+
+INGRESS_COLUMNS = (
+    NAME,
+    Column(
+        "Class",
+        "The IngressClass that serves the ingress.",
+        lambda o, now: or_none(_ingress(o).spec.ingress_class_name),
+    ),
+    Column("Hosts", "The hosts of the ingress's rules.", lambda o, now: ingress_hosts(_ingress(o))),
+    Column(
+        "Address",
+        "Where the ingress is reachable: the routers that admitted its routes.",
+        lambda o, now: ingress_address(_ingress(o)),
+    ),
+    Column(
+        "Ports",
+        "80, and 443 when the ingress has TLS.",
+        lambda o, now: "80, 443" if _ingress(o).spec.tls else "80",
+    ),
+    AGE,
+)
+
+INGRESSCLASS_COLUMNS = (
+    NAME,
+    Column(
+        "Controller",
+        "The controller serving ingresses of this class.",
+        lambda o, now: _ingress_class(o).spec.controller,
+    ),
+    Column(
+        "Parameters",
+        "The object with the controller's settings for the class.",
+        lambda o, now: _parameters(_ingress_class(o)),
+    ),
+    AGE,
+)
+
 # ---------------------------------------------------------------- routes (as `oc get routes`)
 
 
@@ -464,6 +536,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     "endpointslices": ENDPOINTSLICE_COLUMNS,
     "secrets": SECRET_COLUMNS,
     "routes": ROUTE_COLUMNS,
+    "ingresses": INGRESS_COLUMNS,
+    "ingressclasses": INGRESSCLASS_COLUMNS,
     "nodes": NODE_COLUMNS,
     "namespaces": NAMESPACE_COLUMNS,
     "hostsubnets": HOSTSUBNET_COLUMNS,

@@ -10,6 +10,7 @@ from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.fielderrors import quote
+from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
 from shiftnet.api.secret import Secret
@@ -24,6 +25,8 @@ KINDS: tuple[type[Resource], ...] = (
     Node,
     Secret,
     Route,
+    Ingress,
+    IngressClass,
     ClusterNetwork,
     HostSubnet,
 )

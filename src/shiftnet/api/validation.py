@@ -21,6 +21,14 @@ from shiftnet.api.core_validation import endpoints_errors, node_errors, pod_erro
 from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.discovery_validation import endpoint_slice_errors
 from shiftnet.api.fielderrors import FieldError
+from shiftnet.api.ingress import Ingress, IngressClass
+from shiftnet.api.ingress_validation import (
+    ingress_class_errors,
+    ingress_class_update_errors,
+    ingress_errors,
+    ingress_standing_errors,
+    ingress_update_errors,
+)
 from shiftnet.api.meta_validation import meta_errors
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.network_validation import cluster_network_errors, host_subnet_errors
@@ -59,6 +67,8 @@ _SPEC_RULES: dict[type[Resource], Callable[[Any], list[FieldError]]] = {
     Node: node_errors,
     Secret: secret_errors,
     Route: route_spec_errors,
+    Ingress: ingress_errors,
+    IngressClass: ingress_class_errors,
     ClusterNetwork: cluster_network_errors,
     HostSubnet: host_subnet_errors,
 }
@@ -71,6 +81,8 @@ UpdateRule = Callable[[Any, Any], list[FieldError]]
 _UPDATE_RULES: dict[type[Resource], tuple[UpdateRule, SpecRule]] = {
     Route: (route_update_errors, route_standing_errors),
     Secret: (secret_update_errors, secret_errors),
+    Ingress: (ingress_update_errors, ingress_standing_errors),
+    IngressClass: (ingress_class_update_errors, ingress_class_errors),
 }
 
 

@@ -22,6 +22,7 @@ SUBRESOURCES: dict[str, dict[str, tuple[str, ...]]] = {
     "services": {"status": ("get", "patch", "update")},
     "nodes": {"status": ("get", "patch", "update")},
     "routes": {"status": ("get", "patch", "update")},
+    "ingresses": {"status": ("get", "patch", "update")},
 }
 # Kinds whose DELETE answers with the deleted object, as upstream's registries do
 # (typed clients decode it as that kind); the others answer with a Status.

@@ -106,6 +106,7 @@ def test_v3_index_points_at_each_group_version_with_a_content_hash() -> None:
         "api/v1",
         "apis/discovery.k8s.io/v1",
         "apis/network.openshift.io/v1",
+        "apis/networking.k8s.io/v1",
         "apis/route.openshift.io/v1",
     ]
     url = index["paths"]["apis/route.openshift.io/v1"]["serverRelativeURL"]
