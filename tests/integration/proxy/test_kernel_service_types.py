@@ -1,5 +1,5 @@
 """NodePort, externalIPs, LoadBalancer addresses, traffic policies and affinity in a kernel
-mode, inside network namespaces this test creates (see tests/support/proxy_netns.py).
+modes, inside network namespaces this test creates (see tests/support/proxy_netns.py).
 
 The node namespace is node "n1"; endpoint b1 is on n1, b2 and b3 on "n2" (their
 ``nodeName``), so the Local policies must pick b1 alone. The client reaches the
@@ -33,7 +33,7 @@ NODE = "10.200.0.1"  # the node's address on the client's link
 EXTERNAL_IP = "10.202.0.5"
 LB_IP = "10.202.0.6"
 NODE_PORT = 30080
-MODES = ["nftables"]  # iptables: tests/integration/proxy/test_iptables_*.py
+MODES = ["nftables", "iptables"]
 
 
 @pytest.fixture(scope="module")
