@@ -1,4 +1,4 @@
-"""NodePort, externalIPs, LoadBalancer addresses, traffic policies and affinity in a kernel
+"""NodePort, externalIPs, LoadBalancer addresses, traffic policies and affinity in both kernel
 modes, inside network namespaces this test creates (see tests/support/proxy_netns.py).
 
 The node namespace is node "n1"; endpoint b1 is on n1, b2 and b3 on "n2" (their
