@@ -85,6 +85,11 @@ def objects(n: int, real_backend: str | None = None) -> tuple[dict, dict]:
 async def kernel_case(
     mode: str, n: int, topo: Topology, real_backend: str, backend: str = "nft"
 ) -> dict:
+    """Full sync, then one-service changes. ``backend``: nftables "nft" (map flip) or
+    "text"; iptables "legacy" / "nft" (partial restores) or "legacy-full" / "nft-full"
+    (every change a full restore: the layout before partial syncs)."""
+    full_rewrite = backend.endswith("-full")
+    tools = backend.removesuffix("-full")
     svcs, eps = objects(n, real_backend)
     changes = ProxyChanges()
     for key in svcs:
@@ -94,7 +99,8 @@ async def kernel_case(
         KernelConfig(
             mode=mode,
             netns=topo.node,
-            iptables_backend=backend if mode == "iptables" else "nft",
+            iptables_backend=tools if mode == "iptables" else "nft",
+            iptables_sync_period=1e9,  # no periodic full sync in the middle of the samples
             nft_flip=flip,
         )
     )
@@ -106,7 +112,7 @@ async def kernel_case(
     c1 = cpu_seconds()
     await kernel.sync(table, None)
     t2 = time.perf_counter()
-    label = ("nftables" if flip else "nft-text") if mode == "nftables" else f"ipt-{backend}"
+    label = _label(mode, n, backend)
     result = {
         "mode": label,
         "services": n,
@@ -118,7 +124,7 @@ async def kernel_case(
     }
     # one-service changes: one endpoint of one service replaced, CHANGES times (different
     # services); the median is reported, the first one (right after the full load) too
-    rounds = 3 if mode == "iptables" else CHANGES
+    rounds = 3 if full_rewrite else CHANGES
     samples: list[tuple[float, float, float, float]] = []
     for r in range(rounds):
         key = ("bench", f"svc-{(n // 2 + r * 7) % n:05d}")
@@ -130,8 +136,9 @@ async def kernel_case(
         )
         t4 = time.perf_counter()
         c4 = cpu_seconds()
-        await kernel.sync(table, diff)
+        await kernel.sync(table, None if full_rewrite else diff)
         t5 = time.perf_counter()
+        assert kernel.last_kind == ("full" if full_rewrite else "partial"), kernel.last_kind
         samples.append((t4 - t3, t5 - t4, t5 - t3, cpu_seconds() - c4))
 
     def med(i: int) -> float:
@@ -205,8 +212,10 @@ def kernel_bench(sizes: list[int], modes: list[str]) -> list[dict]:
         # the previous full-sync path (whole table as nft text), for the before/after
         cases += [("nftables", n, "text") for n in sizes]
         cases += [("iptables", n, "legacy") for n in sizes]
-        # iptables-nft needs ~40 s for 1,000 services here; 10,000 would take most of an hour
-        cases += [("iptables", n, "nft") for n in sizes if n <= 1000]
+        cases += [("iptables", n, "nft") for n in sizes]
+        # every change a full restore (what the iptables mode did before partial syncs)
+        cases += [("iptables", n, "legacy-full") for n in sizes]
+        cases += [("iptables", n, "nft-full") for n in sizes]
         cases = [c for c in cases if _label(*c) in modes]
         for mode, n, backend in cases:
             print(f"  kernel {mode}/{backend} {n} services ...", file=sys.stderr, flush=True)
@@ -431,9 +440,9 @@ def main() -> None:
     ap.add_argument("--skip-kernel", action="store_true")
     ap.add_argument(
         "--modes",
-        default="nftables,nft-text,ipt-legacy,ipt-nft",
-        help="kernel cases to run (comma-separated; ipt-nft runs only up to 1,000 services; "
-        "nft-text: nftables full syncs as one text transaction, the pre-flip path)",
+        default="nftables,nft-text,ipt-legacy,ipt-nft,ipt-legacy-full,ipt-nft-full",
+        help="kernel cases to run (comma-separated; nft-text: nftables full syncs as one text "
+        "transaction, the pre-flip path; ipt-*-full: every iptables change a full restore)",
     )
     ap.add_argument("--skip-userspace", action="store_true")
     ap.add_argument(
@@ -466,10 +475,10 @@ def print_table(out: dict) -> None:
     if "kernel" in out:
         print(
             "\nkernel modes (10 endpoints per service; 1-svc change: median of "
-            f"{CHANGES} (iptables: 3) changes, then the first one and the slowest)"
+            f"{CHANGES} (ipt-*-full: 3) changes, then the first one and the slowest)"
         )
         print(
-            f"{'mode':<11} {'services':>8} {'model s':>7} {'full sync s':>11} {'(cpu s)':>7} "
+            f"{'mode':<15} {'services':>8} {'model s':>7} {'full sync s':>11} {'(cpu s)':>7} "
             f"{'1-svc chg ms':>12} {'(apply ms)':>10} {'(apply cpu)':>11} {'1st/max ms':>13} "
             f"{'conn 1st p50/p99':>16} {'conn last p50/p99':>17} {'load':>5}"
         )
@@ -485,7 +494,7 @@ def print_table(out: dict) -> None:
                 else "-"
             )
             print(
-                f"{r['mode']:<11} {r['services']:>8} {r['model_s']:>7.2f} "
+                f"{r['mode']:<15} {r['services']:>8} {r['model_s']:>7.2f} "
                 f"{r['full_sync_s']:>11.2f} {r['full_sync_cpu_s']:>7.2f} "
                 f"{r['change_total_s'] * 1000:>12.1f} {r['change_apply_s'] * 1000:>10.1f} "
                 f"{r['change_apply_cpu_s'] * 1000:>11.1f} "
