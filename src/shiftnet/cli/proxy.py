@@ -84,10 +84,25 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--iptables-backend",
-        choices=("nft", "legacy"),
-        default=os.environ.get("SHIFTNET_PROXY_IPTABLES_BACKEND", "nft"),
+        choices=("auto", "nft", "legacy"),
+        default=os.environ.get("SHIFTNET_PROXY_IPTABLES_BACKEND", "auto"),
         help="iptables mode: iptables-nft or iptables-legacy tools (must match what the host "
-        "uses); env SHIFTNET_PROXY_IPTABLES_BACKEND",
+        "uses); auto: the flavour whose tables hold more rules, else the one `iptables` is; "
+        "env SHIFTNET_PROXY_IPTABLES_BACKEND",
+    )
+    p.add_argument(
+        "--iptables-sync-period",
+        metavar="SECONDS",
+        default=os.environ.get("SHIFTNET_PROXY_IPTABLES_SYNC_PERIOD", "30"),
+        help="iptables mode: a full sync at least this often (changes in between are partial "
+        "restores); default 30, env SHIFTNET_PROXY_IPTABLES_SYNC_PERIOD",
+    )
+    p.add_argument(
+        "--iptables-min-sync-period",
+        metavar="SECONDS",
+        default=os.environ.get("SHIFTNET_PROXY_IPTABLES_MIN_SYNC_PERIOD", "1"),
+        help="iptables mode: at most one sync per period, changes in between are coalesced "
+        "(replaces --min-sync-interval); default 1, env SHIFTNET_PROXY_IPTABLES_MIN_SYNC_PERIOD",
     )
     p.add_argument(
         "--cleanup",
@@ -108,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         "cluster_cidr": args.cluster_cidr,
         "masquerade_all": args.masquerade_all,
         "iptables_backend": args.iptables_backend,
+        "iptables_sync_period": seconds("--iptables-sync-period", args.iptables_sync_period),
+        "iptables_min_sync_period": seconds(
+            "--iptables-min-sync-period", args.iptables_min_sync_period
+        ),
     }
     if args.netns:
         kernel["netns"] = args.netns
@@ -153,3 +172,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return int(run_async(serve))
+
+
+def seconds(flag: str, value: str) -> float:
+    """A flag's number of seconds (0 or more), or one sentence naming the flag."""
+    from shiftnet.errors import ConfigError
+
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise ConfigError(f"{flag} must be a number of seconds (0 or more), not {value[:40]!r}")
+    return number
