@@ -298,37 +298,16 @@ ROUTE_CASES = [
         tls("passthrough", insecureEdgeTerminationPolicy="nonsense"),
         f'spec.tls.insecureEdgeTerminationPolicy: Invalid value: "nonsense": {PASSTHROUGH_POLICY}',
     ),
-    # --- PEM syntax
-    Case(
-        "edge certificate not PEM",
-        tls("edge", certificate="x", key=KEY),
-        'spec.tls.certificate: Invalid value: "redacted certificate data": '
-        "no PEM certificate found (expected -----BEGIN CERTIFICATE-----)",
-    ),
-    Case(
-        "edge key not PEM",
-        tls("edge", certificate=CERT, key="not a key"),
-        'spec.tls.key: Invalid value: "redacted key data": '
-        "no PEM private key found (expected -----BEGIN PRIVATE KEY-----)",
-    ),
-    Case(
-        "edge key given as a certificate",
-        tls("edge", certificate=CERT, key=CA),
-        'spec.tls.key: Invalid value: "redacted key data": '
-        "no PEM private key found (expected -----BEGIN PRIVATE KEY-----)",
-    ),
-    Case(
-        "edge caCertificate holds only a key",
-        tls("edge", caCertificate=key_pem(_CA.key)),
-        'spec.tls.caCertificate: Invalid value: "redacted ca certificate data": '
-        "holds a private key; this field takes certificates only",
-    ),
+    # --- PEM syntax: not read by the API, as OpenShift's (the router checks it:
+    # tests/unit/api/test_route_tls_split.py)
+    Case("edge certificate not PEM", tls("edge", certificate="x", key=KEY), None),
+    Case("edge key not PEM", tls("edge", certificate=CERT, key="not a key"), None),
+    Case("edge key given as a certificate", tls("edge", certificate=CERT, key=CA), None),
+    Case("edge caCertificate holds only a key", tls("edge", caCertificate=key_pem(_CA.key)), None),
     Case(
         "reencrypt destination CA not PEM",
         tls("reencrypt", destinationCACertificate="garbage"),
-        "spec.tls.destinationCACertificate: Invalid value: "
-        '"redacted destination ca certificate data": '
-        "no PEM certificate found (expected -----BEGIN CERTIFICATE-----)",
+        None,
     ),
     # --- wildcardPolicy
     Case(

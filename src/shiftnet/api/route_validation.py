@@ -3,8 +3,8 @@
 Two levels, as upstream:
 
 * :func:`route_spec_errors` is API validation (``shiftnet apply`` refuses the
-  object): host and path syntax, termination combinations, backends, weights,
-  and "does each PEM field parse".
+  object): host and path syntax, termination combinations, backends,
+  weights; no PEM is read there, as upstream.
   :func:`route_update_errors` is the same for an update, as upstream's
   ``ValidateRouteUpdate``: ``spec.wildcardPolicy`` may not change, and a
   value the update does not touch is kept even when today's create rules
@@ -14,7 +14,8 @@ Two levels, as upstream:
   its history (the router's guard, and ``apply``'s check before it knows
   whether the object exists).
 * :func:`extended_tls_errors` is what the router checks before it serves a
-  route (``ExtendedValidationFailed``): key matches certificate, certificate
+  route (``ExtendedValidationFailed``): each PEM field parses (no certificate
+  in the key field, RSA or ECDSA keys), key matches certificate, certificate
   chains to ``caCertificate``, no SHA1/MD5 on CA-signed certificates. The
   checks themselves live in :mod:`shiftnet.api.tls`.
 """
@@ -251,11 +252,16 @@ def _pem_errors(t: TLSConfig) -> list[FieldError]:
 
 
 def tls_errors(route: Route) -> list[FieldError]:
-    """API-level ``spec.tls`` rules: termination type, combinations, policy, PEM syntax."""
+    """API-level ``spec.tls`` rules: termination type, combinations, policy.
+
+    As upstream, the API reads no PEM: the router's extended validation
+    (:func:`extended_tls_errors`) parses and checks the material and marks a
+    route it cannot serve ``ExtendedValidationFailed``.
+    """
     t = route.spec.tls
     if t is None:
         return []
-    return _termination_errors(t) + _insecure_policy_errors(t) + _pem_errors(t)
+    return _termination_errors(t) + _insecure_policy_errors(t)
 
 
 def route_spec_errors(route: Route) -> list[FieldError]:
@@ -326,15 +332,22 @@ def extended_tls_errors(route: Route) -> list[FieldError]:
     """The router's deeper TLS checks (its ``ExtendedValidationFailed``); [] when fine.
 
     Runs the API checks first, so a route that skipped API validation is still
-    refused here. Expired or not-yet-valid certificates are accepted.
+    refused here; then each PEM field must parse (the API reads no PEM, as
+    upstream), then the deeper checks. Expired or not-yet-valid certificates
+    are accepted.
     """
     t = route.spec.tls
     if t is None:
         return []
-    out = tls_errors(route)
+    out = tls_errors(route) or _pem_errors(t)
     if out:
         return out
-    return [
-        invalid(p.field, REDACTED.get(p.field.rsplit(".", 1)[-1], ""), p.reason)
+    given = {join("spec.tls", name): bool(value) for name, value in _tls_fields(t).items()}
+    return [  # an empty field is shown as "", as upstream ("no key specified")
+        invalid(
+            p.field,
+            REDACTED.get(p.field.rsplit(".", 1)[-1], "") if given.get(p.field) else "",
+            p.reason,
+        )
         for p in tls.route_tls_problems(t)
     ]

@@ -159,10 +159,13 @@ def _load_key(block: PemBlock, field: str) -> PrivateKeyTypes:
         raise CertificateError(field, "the private key is encrypted; give it unencrypted") from None
     except (ValueError, UnsupportedAlgorithm) as exc:
         raise CertificateError(field, f"private key cannot be parsed: {exc}") from None
-    if not isinstance(
-        key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
-    ):
-        raise CertificateError(field, f"private key type {type(key).__name__} is not supported")
+    if not isinstance(key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey):
+        # OpenShift's router re-encodes route keys as PKCS#1 or SEC1 and so takes
+        # RSA and ECDSA keys only; an Ed25519 key is refused there too.
+        name = "Ed25519" if isinstance(key, ed25519.Ed25519PrivateKey) else type(key).__name__
+        raise CertificateError(
+            field, f"private key type {name} is not supported (RSA or ECDSA keys only)"
+        )
     return key
 
 
@@ -216,8 +219,16 @@ def parse_ca_certificates(data: str, field: str) -> list[x509.Certificate]:
 
 
 def parse_private_key(data: str, field: str) -> PrivateKeyTypes:
-    """The single private key in ``data`` (RSA, EC or Ed25519; PKCS#1, SEC1 or PKCS#8)."""
-    _certs, key = split_certificates_and_key(data, field)
+    """The single private key in ``data`` (RSA or EC; PKCS#1, SEC1 or PKCS#8).
+
+    A certificate in the key field is refused, as OpenShift's router refuses
+    it (only private keys may be there).
+    """
+    certs, key = split_certificates_and_key(data, field)
+    if certs:
+        raise CertificateError(
+            field, "field contains invalid types CERTIFICATE, expecting only PRIVATE KEY"
+        )
     if key is None:
         raise CertificateError(
             field, "no PEM private key found (expected -----BEGIN PRIVATE KEY-----)"
