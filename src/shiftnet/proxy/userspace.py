@@ -2,8 +2,10 @@
 
 TCP: accept, pick an endpoint (round robin, ClientIP affinity), connect; a
 failed connect is retried on the next endpoint, so a dead pod costs the client
-nothing as long as one endpoint answers. Bytes are relayed by two
-``asyncio.Protocol`` halves with flow control (no per-chunk task or copy).
+nothing as long as one endpoint answers. Bytes are relayed between the two
+plain non-blocking sockets by :class:`~shiftnet.proxy.splice.SpliceRelay`
+(loop reader/writer callbacks; small reads copied, bulk spliced through one
+shared pipe; flow control and half-close).
 
 UDP: one backend socket per client address, closed after ``udp_idle_timeout``
 without traffic; replies are relayed back from the service address.
@@ -35,6 +37,7 @@ from shiftnet.proxy.listeners import (
 )
 from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable
 from shiftnet.proxy.relay_budget import RelayBudget, default_relay_limit
+from shiftnet.proxy.splice import SharedPipe, SpliceRelay
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +53,6 @@ CLIENT_FAILURES = Counter(
     "shiftnet_proxy_userspace_client_failures_total",
     "Client connections closed because no endpoint could be reached",
 )
-
-HIGH_WATER = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -87,133 +88,48 @@ def _refused(entry: ServiceEntry, budget: RelayBudget, protocol: str) -> None:
 
 # ------------------------------------------------------------------ TCP relay
 
-
-class _Half(asyncio.Protocol):
-    """One side of a relayed connection; writes what it reads to its peer.
-
-    A FIN from one side becomes a ``write_eof`` on the other (half-close: the
-    other direction keeps flowing). Once both sides have sent their FIN the
-    connection is over and both transports are closed; a reset or error on
-    one side closes the other. Nothing else owns these sockets, so a path
-    that forgets to close them leaks two descriptors per connection.
-    """
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.peer: _Half | None = None
-        self.pending: list[bytes] = []
-        self.eof = False  # our socket has sent its FIN
-        self.closed = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
-        self.transport.set_write_buffer_limits(high=HIGH_WATER)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def data_received(self, data: bytes) -> None:
-        peer = self.peer
-        if peer is None or peer.transport is None:
-            self.pending.append(data)
-            return
-        if not peer.transport.is_closing():
-            peer.transport.write(data)
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        if self.peer is not None and self.peer.transport is not None:
-            self._pass_eof(self.peer)
-        return True  # keep our write side open: half-close
-
-    def _pass_eof(self, peer: _Half) -> None:
-        """Forward our FIN to ``peer``; when it has sent its own, the connection is over."""
-        assert peer.transport is not None and self.transport is not None
-        if peer.transport.can_write_eof() and not peer.transport.is_closing():
-            peer.transport.write_eof()
-        if peer.eof:
-            self.transport.close()  # both flush what they still buffer, then close
-            peer.transport.close()
-
-    def pause_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.pause_reading()
-
-    def resume_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            with contextlib.suppress(RuntimeError):
-                self.peer.transport.resume_reading()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self.pending.clear()
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.close()
-
-    def attach(self, peer: _Half) -> None:
-        """Pair with ``peer`` and flush what arrived before it existed."""
-        self.peer = peer
-        assert peer.transport is not None
-        for chunk in self.pending:
-            peer.transport.write(chunk)
-        self.pending.clear()
-        if self.eof:
-            self._pass_eof(peer)
-
-
-class _ClientSide(_Half):
-    def __init__(self, service: TCPService) -> None:
-        super().__init__()
-        self.service = service
-        self.counted = False  # holds a unit of the relay budget
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        if not self.service.budget.take():
-            self.service.refuse("tcp")
-            cast(asyncio.Transport, transport).abort()  # a reset: the client learns at once
-            return
-        self.counted = True
-        self.service.connections.add(self)
-        self.connecting = asyncio.get_running_loop().create_task(self.service.connect(self))
-        self.connecting.add_done_callback(self._connect_done)
-
-    def _connect_done(self, task: asyncio.Task[None]) -> None:
-        """A connect that ended in an error we did not expect must not leave a paused client."""
-        if task.cancelled() or task.exception() is None:
-            return
-        log.error("relay setup failed service=%s error=%r", self.service.entry.id, task.exception())
-        if self.transport is not None:
-            self.transport.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.counted:
-            self.counted = False
-            self.service.budget.give()
-        self.service.connections.discard(self)
-        super().connection_lost(exc)
+ACCEPTS_PER_WAKEUP = 64  # accept() calls per readable listener, before other work runs
 
 
 class TCPService:
-    """The listener of one TCP service port and its balancer."""
+    """The listener of one TCP service port and its balancer.
+
+    A non-blocking listening socket watched with ``add_reader``; each accepted
+    client holds a unit of the relay budget (or is reset at once), is connected
+    to an endpoint, and is relayed by a :class:`SpliceRelay`. While connecting,
+    nothing reads the client, so TCP holds its bytes.
+    """
 
     def __init__(
-        self, entry: ServiceEntry, config: UserspaceConfig, budget: RelayBudget | None = None
+        self,
+        entry: ServiceEntry,
+        config: UserspaceConfig,
+        budget: RelayBudget | None = None,
     ) -> None:
         self.entry = entry
         self.config = config
         self.budget = budget or RelayBudget(relay_limit(config))
         self.balancer = Balancer(entry.backends, entry.affinity, entry.affinity_timeout)
-        self.server: asyncio.AbstractServer | None = None
-        self.connections: set[_ClientSide] = set()
+        self.listener: socket.socket | None = None
+        self.connections: set[SpliceRelay] = set()
+        self.pipe: SharedPipe | None = None  # while listening
+        self._connecting: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         host = self.config.bind_override or self.entry.cluster_ip
-        self.server = await loop.create_server(
-            lambda: _ClientSide(self), host, self.entry.port, reuse_address=True, backlog=1024
-        )
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, self.entry.port))
+            sock.listen(1024)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        self.listener = sock
+        self.pipe = SharedPipe.acquire(loop)
+        loop.add_reader(sock.fileno(), self._accept, loop, sock, self.pipe)
 
     def update(self, entry: ServiceEntry) -> None:
         self.entry = entry
@@ -222,23 +138,68 @@ class TCPService:
     def refuse(self, protocol: str) -> None:
         _refused(self.entry, self.budget, protocol)
 
-    async def connect(self, client: _ClientSide) -> None:
-        """Connect ``client`` to an endpoint, trying each one at most once."""
-        assert client.transport is not None
-        peer = client.transport.get_extra_info("peername")
-        client_ip = peer[0] if peer else ""
-        loop = asyncio.get_running_loop()
-        client.transport.pause_reading()  # nothing to relay to yet: let TCP hold the bytes
-        now = time.monotonic()
-        backend = self.balancer.pick(client_ip, now)
-        tried: set[Backend] = set()
-        while backend is not None and not client.closed:
+    def _accept(
+        self, loop: asyncio.AbstractEventLoop, listener: socket.socket, pipe: SharedPipe
+    ) -> None:
+        for _ in range(ACCEPTS_PER_WAKEUP):
             try:
-                _, half = await asyncio.wait_for(
-                    loop.create_connection(_Half, backend.ip, backend.port),
-                    self.config.connect_timeout,
+                client, addr = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE, ENOBUFS...: the next wake-up tries again
+                log.warning("accept failed service=%s error=%s", self.entry.id, exc.strerror)
+                return
+            if not self.budget.take():
+                self.refuse("tcp")
+                client.close()  # the client learns at once (EOF before any byte)
+                continue
+            client.setblocking(False)
+            relay = SpliceRelay(loop, pipe, client, self._relay_closed)
+            self.connections.add(relay)
+            task = loop.create_task(self.connect(relay, str(addr[0])))
+            self._connecting.add(task)
+            task.add_done_callback(self._connect_done)
+
+    def _relay_closed(self, relay: SpliceRelay) -> None:
+        if relay in self.connections:
+            self.connections.discard(relay)
+            self.budget.give()
+
+    def _connect_done(self, task: asyncio.Task[None]) -> None:
+        """A connect that ended in an error we did not expect must not leave a client behind."""
+        self._connecting.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("relay setup failed service=%s error=%r", self.entry.id, task.exception())
+
+    async def connect(self, relay: SpliceRelay, client_ip: str) -> None:
+        """Connect ``relay``'s client to an endpoint, trying each one at most once."""
+        try:
+            endpoint = await self._connect_endpoint(client_ip)
+        except BaseException:
+            relay.close()
+            raise
+        if endpoint is None:
+            CLIENT_FAILURES.inc()
+            relay.close()
+        elif relay.closed:  # the proxy stopped while we connected
+            endpoint.close()
+        else:
+            relay.start(endpoint)
+
+    async def _connect_endpoint(self, client_ip: str) -> socket.socket | None:
+        loop = asyncio.get_running_loop()
+        backend = self.balancer.pick(client_ip, time.monotonic())
+        tried: set[Backend] = set()
+        while backend is not None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            try:
+                await asyncio.wait_for(
+                    loop.sock_connect(sock, (backend.ip, backend.port)), self.config.connect_timeout
                 )
             except (OSError, TimeoutError) as exc:
+                sock.close()
                 CONNECT_ERRORS.inc()
                 log.info(
                     "endpoint connect failed service=%s endpoint=%s error=%s",
@@ -249,19 +210,12 @@ class TCPService:
                 tried.add(backend)
                 backend = self._next_untried(client_ip, backend, tried)
                 continue
-            if client.closed:  # the client left while we connected
-                assert half.transport is not None
-                half.transport.close()
-                return
-            half.attach(client)
-            client.attach(half)
-            if not client.transport.is_closing():
-                client.transport.resume_reading()
-            return
-        if not client.closed:
-            CLIENT_FAILURES.inc()
-            log.warning("no endpoint reachable service=%s tried=%d", self.entry.id, len(tried))
-            client.transport.close()
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+        log.warning("no endpoint reachable service=%s tried=%d", self.entry.id, len(tried))
+        return None
 
     def _next_untried(self, client_ip: str, failed: Backend, tried: set[Backend]) -> Backend | None:
         for _ in range(len(self.balancer.backends)):
@@ -272,19 +226,21 @@ class TCPService:
 
     def close_connections(self) -> None:
         """Close every relayed connection (the proxy is stopping)."""
-        for client in list(self.connections):
-            if client.transport is not None:
-                client.transport.close()
-            if client.peer is not None and client.peer.transport is not None:
-                client.peer.transport.close()
+        for task in list(self._connecting):
+            task.cancel()
+        for relay in list(self.connections):
+            relay.close()
 
     async def close(self) -> None:
         """Stop accepting; connections already relayed keep going."""
-        if self.server is not None:
-            self.server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.server.wait_closed(), 0.1)
-            self.server = None
+        if self.listener is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                asyncio.get_running_loop().remove_reader(self.listener.fileno())
+            self.listener.close()
+            self.listener = None
+        if self.pipe is not None:
+            self.pipe.release()
+            self.pipe = None
 
 
 # ------------------------------------------------------------------ UDP relay
