@@ -105,7 +105,7 @@ class InvalidAllocation(AllocationError):
     """An object asks for an address it cannot have; says which field, which value
     (``None`` when it asked for none and the range is full) and why."""
 
-    def __init__(self, message: str, field: str, value: str | None, reason: str) -> None:
+    def __init__(self, message: str, field: str, value: str | int | None, reason: str) -> None:
         super().__init__(message)
         self.field, self.value, self.reason = field, value, reason
 

@@ -83,7 +83,7 @@ def _refusal(svc: Service, index: int, port: int, reason: str) -> InvalidAllocat
         f'Service "{svc.namespace}/{svc.name}" is invalid: {_field(index)}: '
         f"Invalid value: {port}: {reason}"
     )
-    return InvalidAllocation(message, _field(index), str(port), reason)
+    return InvalidAllocation(message, _field(index), port, reason)
 
 
 class NodePortPool:
