@@ -34,4 +34,6 @@ class ProxyComponent:
     def summary(self) -> str:
         entries = self.proxy.table.entries
         bound = len(self.proxy.userspace.services) if self.proxy.userspace else len(entries)
-        return f"{self.config.mode} mode, {bound} of {len(entries)} service ports served"
+        text = f"{self.config.mode} mode, {bound} of {len(entries)} service ports served"
+        refused = len(self.proxy.userspace.refused) if self.proxy.userspace else 0
+        return text + (f", {refused} refused a field (see the log)" if refused else "")
