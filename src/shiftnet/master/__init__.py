@@ -7,6 +7,7 @@
 * :class:`~shiftnet.master.loadbalancer.LoadBalancerAllocator` (``status.loadBalancer``),
 * :class:`~shiftnet.master.endpoints.EndpointsController` (Endpoints),
 * :class:`~shiftnet.master.endpointslices.EndpointSliceController` (EndpointSlices),
+* :class:`~shiftnet.master.ingress.IngressToRouteController` (Routes of Ingresses),
 * :class:`~shiftnet.master.subnets.SubnetAllocator` (ClusterNetwork, HostSubnets),
 * :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional).
 
@@ -24,6 +25,7 @@ from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
 from shiftnet.master.config import MasterConfig
 from shiftnet.master.endpoints import EndpointsController
 from shiftnet.master.endpointslices import EndpointSliceController
+from shiftnet.master.ingress import IngressToRouteController
 from shiftnet.master.loadbalancer import LoadBalancerAllocator
 from shiftnet.master.nodeports import RANGE_ANNOTATION, NodePortAllocator
 from shiftnet.master.scheduler import Scheduler
@@ -73,6 +75,7 @@ class Master:
         )
         self.endpoints = EndpointsController(self.client, self.informers)
         self.endpoint_slices = EndpointSliceController(self.client, self.informers)
+        self.ingress_routes = IngressToRouteController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
         self._started = False
 
@@ -91,6 +94,7 @@ class Master:
         await self.load_balancers.start()
         await self.endpoints.start()
         await self.endpoint_slices.start()
+        await self.ingress_routes.start()
         if self.scheduler is not None:
             await self.scheduler.start()
         self._started = True
@@ -142,6 +146,7 @@ class Master:
     async def stop(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
+        await self.ingress_routes.stop()
         await self.endpoint_slices.stop()
         await self.endpoints.stop()
         await self.node_ports.stop()

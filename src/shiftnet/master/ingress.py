@@ -1,0 +1,207 @@
+"""Ingress-to-route controller: the single writer of the Routes that stand for Ingresses.
+
+Driven like the other master controllers: a change of an Ingress, of a Route
+it controls, of an IngressClass, or of a Service or Secret in its namespace
+marks the Ingress dirty in a :class:`KeyedWorkQueue`; one sync per dirty key
+computes :func:`plan_ingress` from the informer caches and writes only what
+differs (so a hand edit of a generated Route is put back at once). Routes
+whose Ingress is gone (or was re-created under the same name) are deleted:
+shiftnet has no garbage collector, so this controller does its part of one.
+
+An Ingress path that gets no Route is reported as OpenShift's Event
+``IncompleteIngressToRouteRules`` would be: one warning line in the master's
+log, repeated only when the reasons change.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets as random_names
+
+from shiftnet.api import Ingress, IngressClass, Route, Secret, Service
+from shiftnet.api.ingress import IngressLoadBalancerIngress
+from shiftnet.client import Client
+from shiftnet.errors import AlreadyExists, Conflict, InvalidObject, NotFound
+from shiftnet.informer import Informers
+from shiftnet.master.ingress_model import manages, owner_ingress, plan_ingress
+from shiftnet.master.workqueue import KeyedWorkQueue
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, ingress name)
+
+# generateName's suffix alphabet (no vowels, no look-alikes), as upstream's
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+NAME_ATTEMPTS = 3  # OpenShift retries a name collision three times
+
+
+def route_name(prefix: str) -> str:
+    return prefix + "".join(random_names.choice(_SUFFIX_ALPHABET) for _ in range(5))
+
+
+class IngressToRouteController:
+    def __init__(self, client: Client, informers: Informers, *, workers: int = 4) -> None:
+        self.client = client
+        self.ingresses = informers.informer(Ingress)
+        self.classes = informers.informer(IngressClass)
+        self.services = informers.informer(Service)
+        self.secrets = informers.informer(Secret)
+        self.routes = informers.informer(Route)
+        self.ingresses.add_handler(self._on_ingress)
+        self.classes.add_handler(self._on_class)
+        self.services.add_handler(self._on_namespaced)
+        self.secrets.add_handler(self._on_namespaced)
+        self.routes.add_handler(self._on_route)
+        self._owned: dict[Key, set[str]] = {}
+        self._reported: dict[Key, tuple[str, ...]] = {}
+        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
+            self._sync, workers=workers, name="ingress-to-route"
+        )
+        self.writes = 0
+
+    async def start(self) -> None:
+        """Call after the informers synced."""
+        for route in self.routes.list():
+            self._on_route("ADDED", None, route)
+        for ing in self.ingresses.list():
+            self.queue.add(ing.key)
+        await self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+
+    # ------------------------------------------------------------ events
+
+    def _on_ingress(self, etype: str, old: Ingress | None, new: Ingress | None) -> None:
+        ing = new or old
+        if ing is not None:
+            self.queue.add(ing.key)
+
+    def _on_class(self, etype: str, old: IngressClass | None, new: IngressClass | None) -> None:
+        for ing in self.ingresses.list():
+            self.queue.add(ing.key)
+
+    def _on_namespaced(
+        self, etype: str, old: Service | Secret | None, new: Service | Secret | None
+    ) -> None:
+        obj = new or old
+        if obj is not None:
+            for ing in self.ingresses.list(obj.namespace or ""):
+                self.queue.add(ing.key)
+
+    def _on_route(self, etype: str, old: Route | None, new: Route | None) -> None:
+        for route in (old, new):
+            owner = owner_ingress(route) if route is not None else None
+            if route is None or owner is None:
+                continue
+            key = (route.namespace or "", owner)
+            names = self._owned.setdefault(key, set())
+            if route is new and etype != "DELETED":
+                names.add(route.name)
+            else:
+                names.discard(route.name)
+            if not names:
+                del self._owned[key]
+            self.queue.add(key)
+
+    # ------------------------------------------------------------ sync
+
+    def _owned_routes(self, key: Key) -> list[Route]:
+        found = (self.routes.get(key[0], n) for n in sorted(self._owned.get(key, ())))
+        return [r for r in found if r is not None and owner_ingress(r) == key[1]]
+
+    async def _sync(self, key: Key) -> None:
+        ns, name = key
+        ing = self.ingresses.get(ns, name)
+        owned = self._owned_routes(key)
+        if ing is None:
+            self._reported.pop(key, None)
+            for route in owned:
+                await self._delete(ns, route.name, "ingress-deleted")
+            return
+        uid = ing.metadata.uid
+        mine: list[Route] = []
+        for route in owned:
+            ref_uid = next(
+                (r.uid for r in route.metadata.owner_references or () if r.kind == "Ingress"), ""
+            )
+            if uid and ref_uid and ref_uid != uid:
+                await self._delete(ns, route.name, "owner-replaced")
+            else:
+                mine.append(route)
+        classes = {c.name: c for c in self.classes.list()}
+        if not manages(ing, classes):
+            return
+        services = {s.name: s for s in self.services.list(ns)}
+        secrets = {s.name: s for s in self.secrets.list(ns)}
+        plan = plan_ingress(ing, services, secrets, mine)
+        current = {r.name: r for r in mine}
+        notes = list(plan.incomplete)
+        for route in plan.create:
+            problem = await self._create(key, route)
+            if problem:
+                notes.append(problem)
+        for route in plan.update:
+            try:
+                await self.client.update(route, current[route.name])
+                self._written("updated", key, route.name)
+            except (Conflict, NotFound):
+                self.queue.add(key)  # our cache lags: plan again from the newer state
+            except InvalidObject as exc:
+                notes.append(str(exc))
+        for gone in plan.delete:
+            await self._delete(ns, gone, "not-wanted")
+        if plan.load_balancer is not None:
+            await self._write_status(key, plan.load_balancer)
+        for warning in plan.warnings:
+            log.info("ingress annotation ignored ingress=%s/%s reason=%s", ns, name, warning)
+        self._report(key, tuple(notes))
+
+    async def _create(self, key: Key, route: Route) -> str | None:
+        prefix = route.metadata.generate_name or f"{key[1]}-"
+        route.metadata.generate_name = None
+        for _ in range(NAME_ATTEMPTS):
+            route.metadata.name = route_name(prefix)
+            try:
+                await self.client.create(route)
+            except AlreadyExists:
+                continue
+            except InvalidObject as exc:
+                return str(exc)  # e.g. a path on a passthrough route: Route validation says why
+            self._written("created", key, route.name)
+            return None
+        return f"no free name for a route of host {route.spec.host!r}"
+
+    async def _delete(self, ns: str, name: str, why: str) -> None:
+        try:
+            await self.client.delete(Route, ns, name)
+            log.info("route deleted route=%s/%s reason=%s", ns, name, why)
+        except NotFound:
+            pass
+
+    async def _write_status(self, key: Key, entries: list[IngressLoadBalancerIngress]) -> None:
+        def record(ing: Ingress) -> Ingress:
+            ing.status.load_balancer.ingress = list(entries)
+            return ing
+
+        await self.client.mutate(Ingress, key[0], key[1], record)
+        log.info(
+            "ingress status ingress=%s/%s hostnames=%s",
+            *key,
+            ",".join(e.hostname or "" for e in entries) or "none",
+        )
+
+    def _report(self, key: Key, notes: tuple[str, ...]) -> None:
+        if self._reported.get(key, ()) == notes:
+            return
+        self._reported[key] = notes
+        if notes:
+            log.warning(
+                "ingress incomplete ingress=%s/%s reason=IncompleteIngressToRouteRules message=%r",
+                *key,
+                "Incomplete ingress to route rules detected: " + "; ".join(notes),
+            )
+
+    def _written(self, how: str, key: Key, name: str) -> None:
+        self.writes += 1
+        log.info("route %s route=%s/%s ingress=%s", how, key[0], name, key[1])
