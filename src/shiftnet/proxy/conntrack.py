@@ -7,11 +7,12 @@ the same source port (a DNS resolver, a game, a syslog sender) therefore
 stays bound to the endpoint it first reached even after that endpoint left
 the service: rules alone cannot move it. As kube-proxy's reconciler does,
 after each sync that touched a UDP service the proxy deletes every UDP
-entry whose original destination is a service address:port and whose reply
-source is not one of that service's endpoints: entries to a removed
-endpoint, and entries made before the service had endpoints (not NATed:
-their reply source is the ClusterIP itself). Entries to a UDP service that
-was removed are deleted too. The next packet then takes the rules afresh.
+entry whose original destination is a service address:port (ClusterIP,
+external IP, load-balancer address, node port) and whose reply source is not
+one of the endpoints that address may reach: entries to a removed endpoint,
+and entries made before the service had endpoints (not NATed: their reply
+source is the service address itself). Entries to a UDP service that was
+removed are deleted too. The next packet then takes the rules afresh.
 
 :func:`stale_flows` is the pure choice; :class:`ConntrackCleaner` reads and
 deletes entries over netlink (pyroute2) on a thread inside the proxy's
@@ -33,7 +34,7 @@ from typing import Any, NamedTuple
 
 from prometheus_client import Counter
 
-from shiftnet.proxy.model import ServiceEntry, ServiceTable, TableDiff
+from shiftnet.proxy.model import NODE_PORT_ADDRESS, ServiceEntry, ServiceTable, TableDiff
 
 log = logging.getLogger(__name__)
 
@@ -76,20 +77,41 @@ def worth_cleaning(table: ServiceTable, diff: TableDiff | None) -> bool:
 def stale_flows(
     table: ServiceTable, flows: Iterable[Flow], removed: Iterable[ServiceEntry] = ()
 ) -> list[Flow]:
-    """The UDP flows to delete: sent to a UDP service address:port but answered by
-    something that is not one of its endpoints, or sent to a removed UDP service."""
+    """The UDP flows to delete: sent to a UDP service address:port (ClusterIP,
+    external IP, load-balancer address, or any address at its node port) but
+    answered by something that is not one of the endpoints that address may
+    reach, or sent to a removed UDP service."""
     serving: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    node_ports: dict[int, set[tuple[str, int]]] = {}
     for entry in _udp(table.entries.values()):
-        serving[(entry.cluster_ip, entry.port)] = {(b.ip, b.port) for b in entry.backends}
-    gone = {(e.cluster_ip, e.port) for e in _udp(removed)} - serving.keys()
+        inside = {(b.ip, b.port) for b in entry.cluster_backends}
+        outside = {(b.ip, b.port) for b in entry.external_backends}
+        serving[(entry.cluster_ip, entry.port)] = inside
+        for ip, _, port in entry.external_vips:
+            if ip == NODE_PORT_ADDRESS:
+                node_ports[port] = outside
+            else:
+                serving[(ip, port)] = outside
+    gone_ips: set[tuple[str, int]] = set()
+    gone_ports: set[int] = set()
+    for entry in _udp(removed):
+        for ip, _, port in entry.claims:
+            if ip == NODE_PORT_ADDRESS:
+                gone_ports.add(port)
+            else:
+                gone_ips.add((ip, port))
+    gone_ips -= serving.keys()
+    gone_ports -= node_ports.keys()
     stale = []
     for flow in flows:
         key = (flow.orig_dst, flow.orig_dport)
         allowed = serving.get(key)
+        if allowed is None:
+            allowed = node_ports.get(flow.orig_dport)
         if allowed is not None:
             if (flow.reply_src, flow.reply_sport) not in allowed:
                 stale.append(flow)
-        elif key in gone:
+        elif key in gone_ips or flow.orig_dport in gone_ports:
             stale.append(flow)
     return sorted(stale)
 

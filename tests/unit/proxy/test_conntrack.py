@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from shiftnet.proxy.conntrack import Flow, stale_flows, worth_cleaning
 from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable, TableDiff
 
@@ -80,3 +82,32 @@ def test_worth_cleaning_only_when_udp_is_involved() -> None:
     assert worth_cleaning(table(), TableDiff(added=(), removed=(DNS,), changed=()))
     moved = entry("dns", "172.30.0.53", 53, ["10.201.1.2"])
     assert worth_cleaning(table(DNS), TableDiff(added=(), removed=(), changed=((moved, DNS),)))
+
+
+def test_external_addresses_and_node_ports_are_judged_by_their_backends() -> None:
+    ext = replace(
+        DNS,
+        external_ips=("192.0.2.10",),
+        node_port=30053,
+        local_backends=(Backend("10.201.2.2", 5353),),
+        backends=(Backend("10.201.2.2", 5353), Backend("10.201.3.2", 5353)),
+    )
+    # the node port on any node address, the external IP at the service port
+    to_gone = flow("10.0.0.5", 30053, "10.201.1.2")
+    to_node_port = flow("10.0.0.5", 30053, "10.201.3.2", sport=40001)
+    to_external = flow("192.0.2.10", 53, "10.201.1.2", sport=40002)
+    assert stale_flows(table(ext), [to_gone, to_node_port, to_external]) == [to_gone, to_external]
+    # externalTrafficPolicy: Local: only the node's own endpoints may answer outside traffic
+    local = replace(ext, external_local=True)
+    assert stale_flows(table(local), [to_node_port]) == [to_node_port]
+    # internalTrafficPolicy: Local: the same for the ClusterIP
+    inner = replace(ext, internal_local=True)
+    remote = flow("172.30.0.53", 53, "10.201.3.2", sport=40003)
+    assert stale_flows(table(inner), [remote]) == [remote]
+    assert stale_flows(table(ext), [remote]) == []
+
+
+def test_removed_service_node_port_flows_are_stale() -> None:
+    gone = replace(DNS, node_port=30053)
+    f = flow("10.0.0.5", 30053, "10.201.1.2")
+    assert stale_flows(table(), [f], removed=[gone]) == [f]
