@@ -1,11 +1,13 @@
 """The cluster DNS server: informers in, UDP and TCP answers out.
 
-Services, Endpoints, Namespaces and the ClusterNetwork (and Pods, when pod
-records are ``verified``) arrive through the shared informers; every burst of
-changes rebuilds the :class:`~shiftnet.dns.zone.Zone` once (coalesced) and
-swaps it into the :class:`~shiftnet.dns.responder.Responder`. A burst of
-nothing but pod changes that leaves the namespaces as they were only gives
-the zone a new snapshot of the pod index (:mod:`shiftnet.dns.podindex`). The UDP socket
+Services, their endpoints (EndpointSlices, or Endpoints where a Service has
+no slices: :mod:`shiftnet.service_endpoints`), Namespaces and the
+ClusterNetwork (and Pods, when pod records are ``verified``) arrive through
+the shared informers; every burst of changes rebuilds the
+:class:`~shiftnet.dns.zone.Zone` once (coalesced) and swaps it into the
+:class:`~shiftnet.dns.responder.Responder`. A burst of nothing but pod
+changes that leaves the namespaces as they were only gives the zone a new
+snapshot of the pod index (:mod:`shiftnet.dns.podindex`). The UDP socket
 is drained in a loop on each readiness event (one epoll wake-up serves many
 queries), which is what lets one Python core answer tens of thousands of
 queries a second. Nothing a client sends can stop the loop: every packet is
@@ -21,7 +23,7 @@ import socket
 import time
 from typing import Any
 
-from shiftnet.api import ClusterNetwork, Endpoints, Namespace, Pod, Service
+from shiftnet.api import ClusterNetwork, Endpoints, EndpointSlice, Namespace, Pod, Service
 from shiftnet.dns.chase import chase
 from shiftnet.dns.config import DNSConfig
 from shiftnet.dns.podindex import PodIPIndex
@@ -33,6 +35,7 @@ from shiftnet.dns.zone import MAX_CNAME_CHAIN, Zone, ZoneConfig, build_zone
 from shiftnet.errors import ConfigError, shorten
 from shiftnet.informer import Informers
 from shiftnet.runner import CoalescingRunner
+from shiftnet.service_endpoints import ServiceEndpoints
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -97,6 +100,8 @@ class DNSServer:
         self._forwards = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pod_index = PodIPIndex()  # verified pod records
+        # each Service's endpoints from its EndpointSlices (its Endpoints when it has none)
+        self.service_endpoints = ServiceEndpoints(self.informers)
         self._records_dirty = True  # something besides pods changed since the last build
 
     def _nameservers(self) -> tuple[str, ...]:
@@ -203,7 +208,7 @@ class DNSServer:
 
     def _kinds(self) -> list[type[Any]]:
         """What the zone is made of; Pods only when pod records are checked against them."""
-        kinds: list[type[Any]] = [Service, Endpoints, Namespace, ClusterNetwork]
+        kinds: list[type[Any]] = [Service, Endpoints, EndpointSlice, Namespace, ClusterNetwork]
         return [*kinds, Pod] if self.config.pod_mode == "verified" else kinds
 
     def _changed(self, _event: str, _old: object, _new: object) -> None:
@@ -232,7 +237,7 @@ class DNSServer:
         serial = max(max(self.informers.informer(k).revision for k in self._kinds()), 1)
         zone = build_zone(
             self.informers.informer(Service).list(),
-            self.informers.informer(Endpoints).list(),
+            self.service_endpoints.list(),
             self.zone_config,
             serial=serial,
             namespaces=namespaces,

@@ -1,6 +1,7 @@
 """ServiceProxy: the library entry of the service proxy (what `shiftnet proxy` runs).
 
-Watches Services and Endpoints through informers, marks changed services in a
+Watches Services and their endpoints (EndpointSlices, or Endpoints where a Service
+has none) through informers, marks changed services in a
 :class:`ProxyChanges`, and lets a :class:`CoalescingRunner` turn any burst of
 events into one sync of the chosen mode's driver.
 """
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shiftnet.api import Endpoints, Service
+from shiftnet.api import Service
 from shiftnet.errors import ConfigError
 from shiftnet.informer import Informers
 from shiftnet.proxy.changes import ProxyChanges
@@ -21,6 +22,7 @@ from shiftnet.proxy.kernel import KernelConfig, KernelProxier
 from shiftnet.proxy.model import ServiceTable, canonical_ipv4
 from shiftnet.proxy.userspace import UserspaceConfig, UserspaceProxier
 from shiftnet.runner import CoalescingRunner
+from shiftnet.service_endpoints import ServiceEndpoints
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -97,7 +99,9 @@ class ServiceProxy:
         self.informers = informers or Informers(store)
         self._own_informers = informers is None
         self.services = self.informers.informer(Service)
-        self.endpoints = self.informers.informer(Endpoints)
+        # each Service's endpoints from its EndpointSlices (its Endpoints when it has none);
+        # a port with no ready endpoint falls back to serving+terminating ones (kube-proxy)
+        self.endpoints = ServiceEndpoints(self.informers, terminating_fallback=True)
         self.changes = ProxyChanges(self.config.node_name)
         self.userspace: UserspaceProxier | None = None
         self.kernel: KernelProxier | None = None

@@ -60,6 +60,7 @@ from shiftnet.router.refusals import Refusals
 from shiftnet.router.stats_auth import StatsCredentials, stats_credentials
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
+from shiftnet.service_endpoints import ServiceEndpoints
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,8 @@ class Router:
         self._own_informers = informers is None
         self.routes = self.informers.informer(Route)
         self.services = self.informers.informer(Service)
-        self.endpoints = self.informers.informer(Endpoints)
+        # each Service's endpoints from its EndpointSlices (its Endpoints when it has none)
+        self.endpoints = ServiceEndpoints(self.informers)
         self.namespaces = self.informers.informer(Namespace)
         self.driver = HAProxyDriver(
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
