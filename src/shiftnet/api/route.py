@@ -33,6 +33,12 @@ class RoutePort(Wire):
     )
 
 
+class LocalObjectReference(Wire):
+    """An object in the route's own namespace, named."""
+
+    name: str = Field("", description="The name of the object.")
+
+
 class TLSConfig(Wire):
     """How the router secures a route with TLS and where the encryption ends."""
 
@@ -62,6 +68,13 @@ class TLSConfig(Wire):
         alias="destinationCACertificate",
         description="For reencrypt: the PEM CA certificate the router trusts when it checks "
         "the pods' certificates. Without it the router uses the cluster's service CA.",
+    )
+    external_certificate: LocalObjectReference | None = Field(
+        None,
+        description="A kubernetes.io/tls Secret in the route's namespace whose tls.crt and "
+        "tls.key the router serves instead of certificate and key (one serving certificate, "
+        "not a chain). Not allowed with certificate, nor with passthrough. A Secret that "
+        "changes is served within a second, without a reload.",
     )
     insecure_edge_termination_policy: str | None = Field(
         None,

@@ -34,6 +34,7 @@ from shiftnet.api.fielderrors import (
     too_many,
 )
 from shiftnet.api.route import Route, RouteTargetReference, TLSConfig
+from shiftnet.api.route_external_cert import external_certificate_errors
 
 TERMINATIONS = ("edge", "passthrough", "reencrypt")
 EDGE_POLICIES = ("None", "Allow", "Redirect")
@@ -261,7 +262,7 @@ def tls_errors(route: Route) -> list[FieldError]:
     t = route.spec.tls
     if t is None:
         return []
-    return _termination_errors(t) + _insecure_policy_errors(t)
+    return _termination_errors(t) + external_certificate_errors(t) + _insecure_policy_errors(t)
 
 
 def route_spec_errors(route: Route) -> list[FieldError]:

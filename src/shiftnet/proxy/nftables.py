@@ -267,7 +267,9 @@ def _with_external(cluster: NftService, entry: ServiceEntry, config: NftConfig) 
     and continues in the cluster chain (so the endpoint elements are shared, and
     the reply is un-NATed to the address the client used, from conntrack's
     original tuple). Otherwise (``Local``, which keeps the client's address and
-    uses this node's endpoints only) it picks among ``external_backends`` itself.
+    uses this node's endpoints only) it picks among ``external_backends`` itself;
+    traffic from the node itself (and from ``cluster_cidr``) still goes the
+    cluster way, as kube-proxy does.
     """
     backends = entry.external_backends
     proto = nft_value("proto", entry.protocol)
@@ -288,12 +290,18 @@ def _with_external(cluster: NftService, entry: ServiceEntry, config: NftConfig) 
     chains = dict(cluster.chains)
     sets = dict(cluster.sets)
     rules = [f"comment {nft_value('comment', str(entry.id))}"]
+    to_cluster = _to_cluster(entry, cluster)
     if not entry.external_local:
         rules.append("jump mark-for-masquerade")
-    if not entry.external_local and backends == entry.cluster_backends:
-        target = f"spread-{cluster.spread}" if cluster.spread else cluster.element.split()[-1]
-        vip, vport = nft_value("ipv4", entry.cluster_ip), nft_value("port", entry.port)
-        rules.append(f"ip daddr set {vip} th dport set {vport} goto {target}")
+    elif to_cluster:  # as kube-proxy: pods and the node itself are served cluster-wide
+        if config.cluster_cidr:
+            rules.append(f"ip saddr {nft_value('cidr', config.cluster_cidr)} {to_cluster}")
+        rules += [
+            "fib saddr type local jump mark-for-masquerade",
+            f"fib saddr type local {to_cluster}",
+        ]
+    if not entry.external_local and backends == entry.cluster_backends and to_cluster:
+        rules.append(to_cluster)
     elif entry.affinity:
         rules += _sticky_rules(entry, backends, config, chains, sets)
     else:
@@ -304,6 +312,16 @@ def _with_external(cluster: NftService, entry: ServiceEntry, config: NftConfig) 
         rules += _cascade(targets, config)
     chains[ext] = tuple(rules)
     return dataclasses.replace(cluster, chains=chains, sets=sets, extra=tuple(extra))
+
+
+def _to_cluster(entry: ServiceEntry, cluster: NftService) -> str:
+    """The statement that sends a packet on as if it were to the ClusterIP:port (the
+    cluster chain's dispatch; see :func:`_with_external`); "" when that has no endpoint."""
+    if cluster.element.endswith("reject-service"):
+        return ""
+    target = f"spread-{cluster.spread}" if cluster.spread else cluster.element.split()[-1]
+    vip, vport = nft_value("ipv4", entry.cluster_ip), nft_value("port", entry.port)
+    return f"ip daddr set {vip} th dport set {vport} goto {target}"
 
 
 def _base(config: NftConfig) -> list[str]:

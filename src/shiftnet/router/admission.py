@@ -12,7 +12,9 @@ Order of checks for a route (the first failure decides its reason):
    ROUTER_SUBDOMAIN give one); not a DNS name -> ``InvalidHost``;
 3. policy: wildcard routes when not allowed, hosts outside the allowed or
    inside a denied domain -> ``RouteNotAdmitted``;
-4. the route's spec and TLS material -> ``ExtendedValidationFailed``;
+4. the route's spec and TLS material -> ``ExtendedValidationFailed`` (a
+   certificate Secret that is missing or not ``kubernetes.io/tls`` ->
+   ``ExternalCertificateValidationFailed``);
 5. host claims, oldest route first (``creationTimestamp``, then ``uid``) ->
    ``HostAlreadyClaimed`` naming the route that holds the claim.
 
@@ -329,9 +331,16 @@ def _decision(
 
 
 def precheck(
-    route: Route, namespace: Namespace | None, config: RouterConfig
+    route: Route,
+    namespace: Namespace | None,
+    config: RouterConfig,
+    refusal: tuple[str, str] | None = None,
 ) -> Decision | Candidate | None:
-    """Checks 1-4 of one route alone: None (not ours), a rejection, or a claim candidate."""
+    """Checks 1-4 of one route alone: None (not ours), a rejection, or a claim candidate.
+
+    ``refusal`` (reason, message) is a verdict on the route's external
+    certificate (``external_certs.py``), taken at check 4.
+    """
     if route.metadata.deletion_timestamp:
         return None
     if not in_shard(route, namespace, config):
@@ -343,7 +352,7 @@ def precheck(
     if route.spec.host == "" and hostname_errors(host):
         return _rejection(route, host, INVALID_HOST,
                           f'generated host "{host}" is not a valid DNS name', config)
-    problem = _check_route(route)
+    problem = refusal or _check_route(route)
     if problem is not None:
         return _rejection(route, host, problem[0], problem[1], config)
     if hostname_errors(host):

@@ -43,6 +43,8 @@ class AdmissionIndex:
         self._by_host: dict[str, set[RouteKey]] = {}  # exact candidates
         self._by_domain: dict[str, set[RouteKey]] = {}  # every candidate
         self._wildcards: dict[str, int] = {}  # domain -> wildcard candidates
+        # Routes whose certificate Secret cannot be served: (reason, message), set by the caller.
+        self.refusals: dict[RouteKey, tuple[str, str]] = {}
 
     def reset(self, routes: Iterable[Route], namespaces: Iterable[Namespace]) -> set[RouteKey]:
         """Decide every route afresh (start-up, a Namespace change); returns the changed keys."""
@@ -81,7 +83,8 @@ class AdmissionIndex:
             decided.add(key)
             if route is None:
                 continue
-            verdict = precheck(route, namespaces.get(route.metadata.namespace or ""), self.config)
+            namespace = namespaces.get(route.metadata.namespace or "")
+            verdict = precheck(route, namespace, self.config, self.refusals.get(key))
             if isinstance(verdict, Decision):
                 self.decisions[key] = verdict
             elif verdict is not None:

@@ -24,7 +24,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from shiftnet.api import Endpoints, Namespace, Route, RouteIngress, RouteIngressCondition, Service
+from shiftnet.api import (
+    Endpoints,
+    Namespace,
+    Route,
+    RouteIngress,
+    RouteIngressCondition,
+    Secret,
+    Service,
+)
 from shiftnet.client import Client
 from shiftnet.errors import ShiftnetError
 from shiftnet.informer import Informers
@@ -41,6 +49,7 @@ from shiftnet.router.admission_index import AdmissionIndex
 from shiftnet.router.certs import default_certificate
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.describe import BACKENDS_INDEX  # run/backends.json: route -> backends
+from shiftnet.router.external_certs import SecretKey, resolve, secret_of
 from shiftnet.router.haproxy.assembly import Assembly
 from shiftnet.router.haproxy.description import Backend
 from shiftnet.router.haproxy.driver import HAProxyDriver
@@ -98,6 +107,10 @@ class Router:
         # each Service's endpoints from its EndpointSlices (its Endpoints when it has none)
         self.endpoints = ServiceEndpoints(self.informers)
         self.namespaces = self.informers.informer(Namespace)
+        # Certificates of routes with spec.tls.externalCertificate; read only through routes.
+        self.secrets = self.informers.informer(Secret)
+        self._secret_routes: dict[SecretKey, set[RouteKey]] = {}
+        self._route_secret: dict[RouteKey, SecretKey] = {}
         self.driver = HAProxyDriver(
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
         )
@@ -152,7 +165,7 @@ class Router:
             self.work_dir,
             self.config.canonical_hostname or f"{self.config.name}.shiftnet.local",
         )
-        for inf in (self.routes, self.services, self.endpoints, self.namespaces):
+        for inf in (self.routes, self.services, self.endpoints, self.namespaces, self.secrets):
             inf.add_handler(self._on_event)
         await self.driver.start()
         await self.informers.start()
@@ -205,6 +218,7 @@ class Router:
             and isinstance(old, Route)
             and _status_only(old, new)
             and self._entry_is_current(new)
+            and secret_of(new) is None  # those are re-read with their Secret
         ):
             # Our own status writes (or another router's) change nothing we serve;
             # the indices drop the older copy of the route.
@@ -217,6 +231,11 @@ class Router:
         key = (obj.metadata.namespace or "", obj.metadata.name)
         if isinstance(obj, Route):
             self._changed_routes.add(key)
+        elif isinstance(obj, Secret):
+            users = self._secret_routes.get(key)
+            if not users:
+                return  # no route serves this Secret
+            self._changed_routes |= users
         elif isinstance(obj, Namespace):
             self._reset = True
         elif not self._uses_pool(key):
@@ -281,13 +300,14 @@ class Router:
         self._changed_pools = set()
         if self._reset:
             self._reset = False
-            every_route = self.routes.list()
+            every_route = [self._resolved(r) for r in self.routes.list()]
             decided = self._index.reset(every_route, self.namespaces.list())
             decided |= routes
             self._status_dirty |= {route_key(r) for r in every_route}
         else:
             namespaces = {n.metadata.name: n for n in self.namespaces.list()}
-            decided = self._index.update({k: self.routes.get(*k) for k in routes}, namespaces)
+            changes = {k: self._resolve(self.routes.get(*k), k) for k in routes}
+            decided = self._index.update(changes, namespaces)
         self._status_dirty |= decided
         lifted = self.refusals.lift(decided, self.routes.get, assembly)  # changed: try again
         admitted: dict[RouteKey, tuple[Route, str] | None] = {}
@@ -300,6 +320,30 @@ class Router:
         assembly.update(policies)
         self._status_dirty |= set(policies)
         return assembly.runtime_backends()
+
+    def _resolved(self, route: Route, key: RouteKey | None = None) -> Route:
+        """``route`` as admission reads it: with its certificate Secret's content inline, or
+        with a refusal noted when that Secret cannot be served (``external_certs.py``)."""
+        return self._resolve(route, key or route_key(route)) or route
+
+    def _resolve(self, route: Route | None, key: RouteKey) -> Route | None:
+        """:meth:`_resolved`, also for a deleted route (None), which forgets its Secret."""
+        ref = secret_of(route) if route is not None else None
+        old_ref = self._route_secret.pop(key, None)
+        if old_ref is not None and old_ref != ref:
+            users = self._secret_routes.get(old_ref, set())
+            users.discard(key)
+            if not users:
+                self._secret_routes.pop(old_ref, None)
+        self._index.refusals.pop(key, None)
+        if route is None or ref is None:
+            return route
+        self._route_secret[key] = ref
+        self._secret_routes.setdefault(ref, set()).add(key)
+        resolved, refusal = resolve(route, self.secrets.get(*ref))
+        if refusal is not None:
+            self._index.refusals[key] = (refusal.reason, refusal.message)
+        return resolved
 
     def _on_rejected(self, err: ConfigCheckFailed) -> None:
         """The driver's ``haproxy -c`` refused a file set: find the routes on the next sync."""

@@ -9,6 +9,7 @@ node at 10.200.0.1 (its gateway) and routes the external addresses through it.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 
 import pytest
@@ -158,6 +159,15 @@ async def test_external_policy_local_only_local_endpoint_and_client_address_kept
     await wait_until(lambda: "10.200.0.2" in peers(topo, 1), what="client address kept")
     hold.kill()
     hold.wait()
+    # the node itself is served cluster-wide, as kube-proxy does
+    await wait_until(lambda: set(from_node(topo, 60)) == {"b1", "b2", "b3"}, timeout=20)
+
+
+def from_node(topo: Topology, n: int) -> dict[str, int]:
+    """``n`` connections from the node's own namespace to its node port."""
+    proc = topo.python(topo.node, "count", NODE, str(NODE_PORT), str(n))
+    out, _ = proc.communicate(timeout=60)
+    return json.loads(out) if proc.returncode == 0 else {}
 
 
 async def test_internal_policy_local_only_local_endpoint(env) -> None:  # type: ignore[no-untyped-def]

@@ -57,8 +57,16 @@ def test_cluster_policy_masquerades_and_reuses_the_cluster_spread() -> None:
 
 def test_local_policy_keeps_the_source_and_picks_local_endpoints() -> None:
     _, rules = ext_chain(describe(entry(external_local=True), NftConfig()))
-    assert "jump mark-for-masquerade" not in rules
-    assert rules[1:] == ("meta l4proto tcp dnat ip to 10.1.0.1:8080",)
+    to_cluster = "ip daddr set 172.30.0.1 th dport set 80 goto spread-2"
+    assert rules[1:] == (
+        "fib saddr type local jump mark-for-masquerade",  # the node itself: cluster-wide
+        f"fib saddr type local {to_cluster}",
+        "meta l4proto tcp dnat ip to 10.1.0.1:8080",  # others: local, source kept
+    )
+    _, rules = ext_chain(
+        describe(entry(external_local=True), NftConfig(cluster_cidr="10.1.0.0/16"))
+    )
+    assert rules[1] == f"ip saddr 10.1.0.0/16 {to_cluster}"  # pods: cluster-wide, unmarked
     # no local endpoint: external addresses are refused, the node port is not DNATed
     d = describe(entry(external_local=True, local_backends=()), NftConfig())
     assert sorted(d.extra) == [

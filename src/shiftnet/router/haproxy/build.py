@@ -53,6 +53,7 @@ from shiftnet.router.haproxy.description import (
 )
 from shiftnet.router.haproxy.names import (
     BASE_DEFAULTS,
+    CERT_DIR,
     FORWARDED_DEFAULTS,
     HTTP_PREFIX_MAP,
     HTTP_WILDCARD_PREFIX_MAP,
@@ -402,7 +403,7 @@ def _certificate(policy: L7Policy, files: dict[str, bytes]) -> CrtEntry | None:
     tls = policy.tls
     if tls is None or not tls.certificate:
         return None  # served with the default certificate
-    name = "certs/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
+    name = f"{CERT_DIR}/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
     # The key may come inside the certificate field; escape.pem refuses a second one.
     texts = [tls.certificate, tls.key or ""] + ([tls.ca_certificate] if tls.ca_certificate else [])
     files[name] = escape.pem(*texts, what=f"route {policy.namespace}/{policy.name} certificate")

@@ -1,9 +1,13 @@
-"""The text of HAProxy runtime API commands, checked: ``set server``, ``add/set/del map``.
+"""The text of HAProxy runtime API commands, checked: ``set server``, ``add/set/del map``,
+and the certificate commands (``new/set/commit/del ssl cert``, ``add/del ssl crt-list``).
 
 Why apart from the client (``runtime.py``): the planner (``live.py``) is pure
 and builds these commands from two descriptions; only the client talks to
 the socket. Arguments are validated here (backend/server names, addresses,
 map keys) so nothing can smuggle a second command through ``;`` or a newline.
+A command with a payload (``set ssl cert``, ``add ssl crt-list``) is the one
+kind that holds newlines: its first line ends with ``<<`` and the payload runs
+until an empty line, so a payload is refused when it could hold one.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ class RuntimeAPIError(ShiftnetError):
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 _MAP_ARG_RE = re.compile(r"^[\x21-\x7e]{1,4096}$")
 _MAP_PATH_RE = re.compile(r"^[A-Za-z0-9_./#\-]{1,4096}$")
+_CERT_FILE_RE = re.compile(r"^[A-Za-z0-9_,\-]+(?:[./][A-Za-z0-9_,\-]+)*$")
+_PAYLOAD_LINE_RE = re.compile(r"^[\x20-\x7e]+$")
+PAYLOAD_MARK = " <<\n"
 
 
 def _name(value: str, what: str) -> str:
@@ -120,3 +127,55 @@ def del_map(map_ref: str, key: str) -> str:
 def map_ref(value: str) -> str:
     """A map reference (file path) checked for the command line."""
     return _map_path(value)
+
+
+def _cert_file(value: str) -> str:
+    if len(value) > 4096 or not _CERT_FILE_RE.match(value):
+        raise RuntimeAPIError(f"certificate file name {value!r} is not a plain relative path")
+    return value
+
+
+def _payload(text: str, what: str) -> str:
+    """Payload lines: visible ASCII and spaces, none empty (an empty line ends the payload)."""
+    lines = text.rstrip("\n").split("\n")
+    if not all(_PAYLOAD_LINE_RE.match(line) for line in lines):
+        raise RuntimeAPIError(f"{what} cannot be sent as a runtime API payload")
+    return "\n".join(lines) + "\n"
+
+
+def is_payload(command: str) -> bool:
+    """A command whose payload follows its first line (it must travel on its own)."""
+    return PAYLOAD_MARK in command
+
+
+def new_ssl_cert(file: str) -> str:
+    return f"new ssl cert {_cert_file(file)}"
+
+
+def set_ssl_cert(file: str, pem: bytes) -> str:
+    """Open (or update) the transaction of ``file`` with new PEM content."""
+    body = _payload(pem.decode("ascii", errors="replace"), f"certificate {file}")
+    return f"set ssl cert {_cert_file(file)}{PAYLOAD_MARK}{body}"
+
+
+def commit_ssl_cert(file: str) -> str:
+    return f"commit ssl cert {_cert_file(file)}"
+
+
+def abort_ssl_cert(file: str) -> str:
+    return f"abort ssl cert {_cert_file(file)}"
+
+
+def del_ssl_cert(file: str) -> str:
+    return f"del ssl cert {_cert_file(file)}"
+
+
+def add_ssl_crt_list(crt_list: str, line: str) -> str:
+    """Insert one crt-list line (certificate file and SNI filter) into a loaded crt-list."""
+    file, _, sni = line.strip().partition(" ")
+    body = _payload(f"{_cert_file(file)} {sni}", f"crt-list line {line!r}")
+    return f"add ssl crt-list {_cert_file(crt_list)}{PAYLOAD_MARK}{body}"
+
+
+def del_ssl_crt_list(crt_list: str, file: str) -> str:
+    return f"del ssl crt-list {_cert_file(crt_list)} {_cert_file(file)}"

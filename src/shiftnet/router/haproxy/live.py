@@ -12,8 +12,11 @@ states and map entries, but cannot add or remove a backend. So:
   spare's slots;
 * a **deleted route** loses its map entries and its servers go to
   maintenance (its backend stays loaded, unused, until the next reload);
-* anything else (a changed backend option, certificates, the global or
-  frontend part) needs a reload.
+* a route **certificate** that is new, changed or gone is loaded, replaced
+  or removed with the ``ssl cert``/``ssl crt-list`` commands
+  (``live_certs.py``), before the map entries that use it;
+* anything else (a changed backend option, CA files, allowlists, the global
+  or frontend part) needs a reload.
 
 :class:`LiveState` is the served configuration as a description: each
 backend as it is *effectively* configured (runtime changes applied), the
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from shiftnet.router.haproxy import commands
 from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
 from shiftnet.router.haproxy.description import Backend, Description, ServerOptions
+from shiftnet.router.haproxy.live_certs import certificate_commands
 from shiftnet.router.haproxy.names import is_spare, server_name, spare_kind
 
 
@@ -144,10 +148,14 @@ def map_commands(map_ref: str, old: Mapping[str, str], new: Mapping[str, str]) -
 
 def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
     """The runtime commands that make HAProxy serve ``wanted``, or why a reload is needed."""
-    if set(wanted.files) != set(live.files) or set(wanted.maps) != set(live.maps):
+    if set(wanted.maps) != set(live.maps):
         return Fallback("files")
-    if any(wanted.files[n] != data for n, data in live.files.items()):
-        return Fallback("files")  # certificates, crt-list, allowlists, error pages
+    try:
+        cert_cmds = certificate_commands(live.files, wanted.files)
+    except RuntimeAPIError:
+        return Fallback("certificate")  # a file name or PEM the CLI cannot carry
+    if cert_cmds is None:
+        return Fallback("files")  # CA files, allowlists, error pages
     if wanted.head != live.head:
         return Fallback("global")
     backends = wanted.backends
@@ -204,7 +212,7 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
         target[name] = _emptied(loaded[name])  # a deleted route: unused until the reload
     if target.keys() != loaded.keys():
         return Fallback("new-backend")
-    cmds: list[str] = []
+    cmds: list[str] = list(cert_cmds)  # certificates before the map entries that use them
     try:
         for name in [n for n, b in target.items() if loaded[n] is not b]:
             old, backend = loaded[name], target[name]
@@ -230,7 +238,7 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
         head=wanted.head,
         backends=target,
         maps=maps,
-        files=live.files,
+        files=wanted.files if cert_cmds else live.files,
         aliases=aliases,
         clean=clean,
     )

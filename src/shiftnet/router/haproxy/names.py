@@ -16,6 +16,7 @@ from shiftnet.router.model import EDGE, HTTP, PASSTHROUGH, REENCRYPT, L7Policy
 CONFIG_FILE = "haproxy.cfg"
 ERROR_PAGE_503 = "error-page-503.http"
 CRT_LIST = "crt-list.txt"
+CERT_DIR = "certs"  # route certificates (certificate, key, chain), one file per route
 
 # HTTP port lookups (routes served in clear: plain HTTP, edge/reencrypt Allow or Redirect).
 HTTP_PREFIX_MAP = "os_http_prefix.map"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from shiftnet.router.haproxy import commands
 from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
+from shiftnet.router.haproxy.commands import is_payload as commands_is_payload
 from shiftnet.router.haproxy.process import unix_command
 
 __all__ = ["RuntimeAPI", "RuntimeAPIError", "server_change_commands"]
@@ -199,12 +200,31 @@ class RuntimeAPI:
         """Run several commands in order, many per connection (``;``-separated).
 
         Arguments are validated to hold no ``;``, so the split is exact; a
-        refusal anywhere in a chunk raises with HAProxy's answer.
+        refusal anywhere in a chunk raises with HAProxy's answer. A command with
+        a payload ends its connection, so it is sent alone, in its turn.
         """
-        for i in range(0, len(commands), 100):
-            chunk = commands[i : i + 100]
-            line = "; ".join(chunk)
-            _check_answer(line, await self.raw(line))
+        plain: list[str] = []
+        for command in [*commands, None]:
+            if command is not None and not commands_is_payload(command):
+                plain.append(command)
+                continue
+            for i in range(0, len(plain), 100):
+                line = "; ".join(plain[i : i + 100])
+                _check_answer(line, await self.raw(line))
+            plain = []
+            if command is not None:  # a payload command travels alone, on its own connection
+                await self.payload(command)
+
+    async def payload(self, command: str) -> str:
+        """Run one command with a payload (built by ``commands``: no empty line inside)."""
+        head = command.split("\n", 1)[0]
+        try:
+            answer = await unix_command(self.socket_path, command, self.timeout)
+        except (TimeoutError, OSError) as err:
+            raise RuntimeAPIError(
+                f"HAProxy runtime socket {self.socket_path} unreachable: {err}"
+            ) from err
+        return _check_answer(head, answer)
 
     # ------------------------------------------------------------- servers
     set_server_addr_cmd = staticmethod(commands.set_server_addr)
