@@ -143,17 +143,22 @@ class SqliteStore:
         ns: str,
         etype: EventType,
         obj: dict[str, Any],
-    ) -> tuple[int, dict[str, Any]]:
-        cur = conn.execute(
-            "INSERT INTO events (resource, namespace, type, data) VALUES (?, ?, ?, '')",
-            (resource, ns, etype),
-        )
-        rev = int(cur.lastrowid or 0)
+    ) -> tuple[int, dict[str, Any], str]:
+        """The event of one write, inside the caller's write transaction: its revision,
+        the object stamped with it, and that object's JSON (the objects row holds the same)."""
+        # The next AUTOINCREMENT value, known before the insert (the write lock is held),
+        # so the row is written once with its stamped object.
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='events'").fetchone()
+        rev = (int(row[0]) if row else 0) + 1
         stamped = with_revision(obj, rev)
-        conn.execute("UPDATE events SET data=? WHERE revision=?", (json.dumps(stamped), rev))
+        text = json.dumps(stamped)
+        conn.execute(
+            "INSERT INTO events (revision, resource, namespace, type, data) VALUES (?,?,?,?,?)",
+            (rev, resource, ns, etype, text),
+        )
         if rev % COMPACT_EVERY == 0 and rev > HISTORY:
             self._compact_locked(conn, rev - HISTORY)
-        return rev, stamped
+        return rev, stamped, text
 
     @staticmethod
     def _compact_locked(conn: sqlite3.Connection, revision: int) -> None:
@@ -230,11 +235,11 @@ class SqliteStore:
             if exists:
                 conn.execute("ROLLBACK")
                 raise AlreadyExists(resource, ns or None, name)
-            rev, stamped = self._append(conn, resource, ns, "ADDED", fresh)
+            rev, stamped, text = self._append(conn, resource, ns, "ADDED", fresh)
             conn.execute(
                 "INSERT INTO objects (resource, namespace, name, revision, data) "
                 "VALUES (?,?,?,?,?)",
-                (resource, ns, name, rev, json.dumps(stamped)),
+                (resource, ns, name, rev, text),
             )
             conn.execute("COMMIT")
             return stamped
@@ -258,10 +263,10 @@ class SqliteStore:
                 conn.execute("ROLLBACK")
                 raise Conflict(resource, ns or None, name)
             new = prepare_update(json.loads(row[1]), obj)
-            rev, stamped = self._append(conn, resource, ns, "MODIFIED", new)
+            rev, stamped, text = self._append(conn, resource, ns, "MODIFIED", new)
             conn.execute(
                 "UPDATE objects SET revision=?, data=? WHERE resource=? AND namespace=? AND name=?",
-                (rev, json.dumps(stamped), resource, ns, name),
+                (rev, text, resource, ns, name),
             )
             conn.execute("COMMIT")
             return stamped
@@ -285,7 +290,7 @@ class SqliteStore:
             if resource_version and str(row[0]) != str(resource_version):
                 conn.execute("ROLLBACK")
                 raise Conflict(resource, namespace, name)
-            _, stamped = self._append(conn, resource, ns, "DELETED", json.loads(row[1]))
+            _, stamped, _ = self._append(conn, resource, ns, "DELETED", json.loads(row[1]))
             conn.execute(
                 "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, ns, name),
