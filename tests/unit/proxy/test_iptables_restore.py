@@ -256,3 +256,27 @@ def test_full_sync_in_parts_into_an_empty_kernel() -> None:
     for part in parts:
         kernel.restore(part)
     assert kernel.chains == c.full_equivalent()
+
+
+def test_iptables_rule_modules_do_no_io() -> None:
+    """The layout, plan, rules and writer are pure (``socket`` is allowed: the model's
+    ``canonical_ipv4`` uses ``inet_pton``, a pure function); only kernel.py and
+    iptables_tools.py run commands."""
+    from pathlib import Path
+
+    from tests.support.import_rules import check
+    from tests.unit.test_import_rules import IO_MODULES
+
+    pure = [
+        f"shiftnet.proxy.{m}"
+        for m in (
+            "iptables",
+            "iptables_rules",
+            "iptables_writer",
+            "iptables_layout",
+            "iptables_plan",
+        )
+    ]
+    io = [m for m in IO_MODULES if m != "socket"] + ["shiftnet.proxy.iptables_tools"]
+    src = Path(__file__).resolve().parents[3] / "src"
+    assert check(src, "shiftnet", pure, io) == []
