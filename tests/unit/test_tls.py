@@ -80,18 +80,23 @@ def test_unrecognized_block_type_is_refused(leaf: Issued) -> None:
 @pytest.mark.parametrize("make", [ec_key, rsa_key], ids=["ec", "rsa"])
 def test_private_key_formats(make: object, traditional: bool) -> None:
     key = make()  # type: ignore[operator]
-    parsed = tls.parse_private_key(key_pem(key, traditional=traditional), "spec.tls.key")
+    (parsed,) = tls.parse_private_keys(key_pem(key, traditional=traditional), "spec.tls.key")
     assert parsed.private_numbers() == key.private_numbers()
 
 
 def test_no_private_key() -> None:
     with pytest.raises(tls.CertificateError, match="no PEM private key found"):
-        tls.parse_private_key("", "spec.tls.key")
+        tls.parse_private_keys("", "spec.tls.key")
 
 
-def test_two_private_keys_are_refused() -> None:
-    with pytest.raises(tls.CertificateError, match="more than one private key"):
-        tls.parse_private_key(key_pem(ec_key()) + key_pem(ec_key()), "spec.tls.key")
+def test_two_private_keys_are_read_in_order() -> None:
+    """As OpenShift's router: several keys are allowed; the first one is served."""
+    first, second = ec_key(), ec_key()
+    keys = tls.parse_private_keys(key_pem(first) + key_pem(second), "spec.tls.key")
+    assert [k.private_numbers() for k in keys] == [  # type: ignore[union-attr]
+        first.private_numbers(),
+        second.private_numbers(),
+    ]
 
 
 def test_encrypted_private_key_is_refused() -> None:
@@ -107,13 +112,13 @@ def test_encrypted_private_key_is_refused() -> None:
         .decode()
     )
     with pytest.raises(tls.CertificateError, match="encrypted"):
-        tls.parse_private_key(pem, "spec.tls.key")
+        tls.parse_private_keys(pem, "spec.tls.key")
 
 
 def test_certificate_field_may_carry_its_key(leaf: Issued) -> None:
-    certs, key = tls.split_certificates_and_key(leaf.cert_pem + leaf.key_pem, "f")
+    certs, keys = tls.split_certificates_and_keys(leaf.cert_pem + leaf.key_pem, "f")
     assert certs == [leaf.cert]
-    assert key is not None and tls.key_matches_certificate(key, leaf.cert)
+    assert len(keys) == 1 and tls.key_matches_certificate(keys[0], leaf.cert)
 
 
 # ---------------------------------------------------------------- key pairs, chains, algorithms

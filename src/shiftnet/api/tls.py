@@ -36,11 +36,14 @@ DESTINATION_CA_FIELD = "spec.tls.destinationCACertificate"
 _ARMOR_RE = re.compile(r"-----(BEGIN|END) ([A-Z0-9]+(?: [A-Z0-9]+)*)-----")
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/=]+")
 _CERT_TYPES = {"CERTIFICATE"}
-# The labels OpenSSL (so HAProxy) loads a private key from; "ECDSA PRIVATE KEY" is
-# an old alias it does not know, so it is refused rather than written.
-_KEY_TYPES = {"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"}
-_IGNORED_TYPES = {"EC PARAMETERS"}  # written along, never read: OpenSSL skips it
-PEM_TYPES = frozenset(_CERT_TYPES | _KEY_TYPES | _IGNORED_TYPES)
+# The labels OpenSSL (so HAProxy) loads a private key from.
+_WRITABLE_KEY_TYPES = {"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"}
+# The labels a route's key is read from, whatever encoding (PKCS#8, PKCS#1, SEC1) the
+# block holds, as OpenShift's router reads them; "ECDSA PRIVATE KEY" is an old alias
+# OpenSSL does not know. Keys are written re-encoded (:func:`serving_pem`).
+_KEY_TYPES = _WRITABLE_KEY_TYPES | {"ECDSA PRIVATE KEY"}
+_IGNORED_TYPES = {"EC PARAMETERS"}  # skipped, as OpenShift's router drops them
+PEM_TYPES = frozenset(_CERT_TYPES | _WRITABLE_KEY_TYPES | _IGNORED_TYPES)  # what is written
 
 # Signature algorithms a CA-signed certificate may not use (HAProxy/OpenSSL refuse them).
 _WEAK_SIGNATURES: dict[x509.ObjectIdentifier, str] = {
@@ -148,13 +151,10 @@ def _load_certificate(block: PemBlock, field: str, index: int) -> x509.Certifica
 
 
 def _load_key(block: PemBlock, field: str) -> PrivateKeyTypes:
-    pem = (
-        f"-----BEGIN {block.type}-----\n"
-        + base64.encodebytes(block.der).decode()
-        + f"-----END {block.type}-----\n"
-    )
+    """The key in a key block, whatever its label says of the encoding (as OpenShift
+    tries PKCS#8, PKCS#1 and SEC1 in turn)."""
     try:
-        key = serialization.load_pem_private_key(pem.encode(), password=None)
+        key = serialization.load_der_private_key(block.der, password=None)
     except TypeError:
         raise CertificateError(field, "the private key is encrypted; give it unencrypted") from None
     except (ValueError, UnsupportedAlgorithm) as exc:
@@ -174,35 +174,28 @@ def _checked_blocks(data: str, field: str) -> list[PemBlock]:
     for b in blocks:
         if b.type == "ENCRYPTED PRIVATE KEY":
             raise CertificateError(field, "the private key is encrypted; give it unencrypted")
-        if b.type == "ECDSA PRIVATE KEY":
-            raise CertificateError(
-                field,
-                "PEM block ECDSA PRIVATE KEY cannot be loaded by HAProxy; label it EC PRIVATE KEY",
-            )
-        if b.type not in PEM_TYPES:
+        if b.type not in _CERT_TYPES | _KEY_TYPES | _IGNORED_TYPES:
             raise CertificateError(field, f"unrecognized PEM block {b.type}")
     return blocks
 
 
-def split_certificates_and_key(
+def split_certificates_and_keys(
     data: str, field: str
-) -> tuple[list[x509.Certificate], PrivateKeyTypes | None]:
-    """Parse PEM text that may hold certificates and (at most) one private key."""
+) -> tuple[list[x509.Certificate], list[PrivateKeyTypes]]:
+    """Parse PEM text that may hold certificates and private keys, each in order."""
     certs: list[x509.Certificate] = []
-    key: PrivateKeyTypes | None = None
+    keys: list[PrivateKeyTypes] = []
     for block in _checked_blocks(data, field):
         if block.type in _CERT_TYPES:
             certs.append(_load_certificate(block, field, len(certs)))
         elif block.type in _KEY_TYPES:
-            if key is not None:
-                raise CertificateError(field, "more than one private key given")
-            key = _load_key(block, field)
-    return certs, key
+            keys.append(_load_key(block, field))
+    return certs, keys
 
 
 def parse_certificates(data: str, field: str) -> list[x509.Certificate]:
     """All certificates in ``data`` (at least one), in order. Key blocks are allowed and skipped."""
-    certs, _ = split_certificates_and_key(data, field)
+    certs, _ = split_certificates_and_keys(data, field)
     if not certs:
         raise CertificateError(
             field, "no PEM certificate found (expected -----BEGIN CERTIFICATE-----)"
@@ -218,22 +211,61 @@ def parse_ca_certificates(data: str, field: str) -> list[x509.Certificate]:
     return parse_certificates(data, field)
 
 
-def parse_private_key(data: str, field: str) -> PrivateKeyTypes:
-    """The single private key in ``data`` (RSA or EC; PKCS#1, SEC1 or PKCS#8).
+def parse_private_keys(data: str, field: str) -> list[PrivateKeyTypes]:
+    """The private keys in ``data`` (RSA or EC; PKCS#1, SEC1 or PKCS#8), at least one.
 
     A certificate in the key field is refused, as OpenShift's router refuses
     it (only private keys may be there).
     """
-    certs, key = split_certificates_and_key(data, field)
+    certs, keys = split_certificates_and_keys(data, field)
     if certs:
         raise CertificateError(
             field, "field contains invalid types CERTIFICATE, expecting only PRIVATE KEY"
         )
-    if key is None:
+    if not keys:
         raise CertificateError(
             field, "no PEM private key found (expected -----BEGIN PRIVATE KEY-----)"
         )
-    return key
+    return keys
+
+
+def _key_block(key: PrivateKeyTypes) -> PemBlock:
+    """A key as OpenShift's router writes it: RSA as PKCS#1, ECDSA as SEC1."""
+    label = "RSA PRIVATE KEY" if isinstance(key, rsa.RSAPrivateKey) else "EC PRIVATE KEY"
+    der = key.private_bytes(
+        serialization.Encoding.DER,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    return PemBlock(label, der)
+
+
+def _pem_text(blocks: list[PemBlock]) -> str:
+    out: list[str] = []
+    for block in blocks:
+        b64 = base64.b64encode(block.der).decode()
+        body = "\n".join(b64[i : i + 64] for i in range(0, len(b64), 64))
+        out.append(f"-----BEGIN {block.type}-----\n{body}\n-----END {block.type}-----\n")
+    return "".join(out)
+
+
+def serving_pem(certificate: str, key: str | None, ca_certificate: str | None) -> str:
+    """What HAProxy is given for a route, as OpenShift's router builds it: the
+    certificates of ``certificate``, the first private key (one inside
+    ``certificate`` first, then ``key``), re-encoded, then the certificates of
+    ``ca_certificate``. Parameter blocks and later keys are left out. The
+    material must have passed :func:`route_tls_problems`.
+    """
+    certs: list[PemBlock] = []
+    keys: list[PemBlock] = []
+    for text, field in ((certificate, CERTIFICATE_FIELD), (key or "", KEY_FIELD)):
+        for block in _checked_blocks(text, field):
+            if block.type in _CERT_TYPES:
+                certs.append(block)
+            elif block.type in _KEY_TYPES and not keys:
+                keys.append(_key_block(_load_key(block, field)))
+    cas = [b for b in _checked_blocks(ca_certificate or "", CA_FIELD) if b.type in _CERT_TYPES]
+    return _pem_text(certs + keys + cas)
 
 
 def _public_der(key: object) -> bytes:
@@ -394,7 +426,7 @@ def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
     """
     try:
         if expect == "key":
-            parse_private_key(data, field)
+            parse_private_keys(data, field)
         elif field in (CA_FIELD, DESTINATION_CA_FIELD):
             parse_ca_certificates(data, field)
         else:
@@ -407,18 +439,20 @@ def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
 def _certificate_and_key_problems(
     t: TLSConfig, roots: list[x509.Certificate]
 ) -> list[CertificateError]:
-    """The server certificate chains to ``roots`` (if any) and the key is its private half."""
+    """The server certificate chains to ``roots`` (if any), and the first private key
+    (one inside ``certificate`` first, then ``key``, as OpenShift's router takes
+    them) is its private half; later keys are not served."""
     out: list[CertificateError] = []
-    key: PrivateKeyTypes | None = None
+    field_keys: list[PrivateKeyTypes] = []
     if t.key:
         try:
-            key = parse_private_key(t.key, KEY_FIELD)
+            field_keys = parse_private_keys(t.key, KEY_FIELD)
         except CertificateError as err:
             out.append(err)
     if not t.certificate:
         return out
     try:
-        certs, embedded_key = split_certificates_and_key(t.certificate, CERTIFICATE_FIELD)
+        certs, embedded_keys = split_certificates_and_keys(t.certificate, CERTIFICATE_FIELD)
         if not certs:
             raise CertificateError(CERTIFICATE_FIELD, "no PEM certificate found")
         check_signature_algorithms(certs, CERTIFICATE_FIELD)
@@ -429,22 +463,12 @@ def _certificate_and_key_problems(
         return out
     if out:  # the key field did not parse; nothing to match
         return out
-    if key is not None and embedded_key is not None:
-        # HAProxy loads the first key of the file it is given (the certificate's), while
-        # the match below would check spec.tls.key: one key, in one place.
-        out.append(
-            CertificateError(
-                CERTIFICATE_FIELD,
-                f"holds a private key while {KEY_FIELD} gives one too; give the key once",
-            )
-        )
-        return out
-    key = key or embedded_key
-    if key is None:
+    keys = embedded_keys + field_keys
+    if not keys:
         out.append(CertificateError(KEY_FIELD, "no key specified"))
         return out
     try:
-        check_key_pair(certs[0], key, key_field=KEY_FIELD)
+        check_key_pair(certs[0], keys[0], key_field=KEY_FIELD)
     except CertificateError as err:
         out.append(err)
     return out

@@ -11,7 +11,7 @@ from tests.integration.router.test_render_live import _eps, running_haproxy
 from tests.support import routes as f
 from tests.support.backends import backends
 from tests.support.ports import free_port
-from tests.support.router import request
+from tests.support.router import request, sha256_of_pem
 from tests.support.tls import TestCA
 
 from shiftnet.router.admission import admit
@@ -107,3 +107,42 @@ def test_two_weighted_services_switch_a_passthrough_route_to_roundrobin(tmp_path
     assert sorted(set(two)) == ["p1", "p2"]
     assert all(a != b for a, b in itertools.pairwise(two)), two  # strictly alternating
     assert len(one) == 1  # source: one client, one pod
+
+
+def _relabel(pem: str, label: str) -> str:
+    body = "\n".join(line for line in pem.splitlines() if not line.startswith("-----"))
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n"
+
+
+def test_keys_are_read_as_openshift_reads_them(tmp_path: Path) -> None:
+    """A key under another label (here PKCS#8 under "ECDSA PRIVATE KEY") and a second,
+    unrelated key after it: OpenShift's router serves the route with the first key,
+    and so does shiftnet, through a real HAProxy."""
+    https_port = free_port()
+    config = RouterConfig(
+        http_port=free_port(),
+        https_port=https_port,
+        stats_port=0,
+        threads=1,
+        max_connections=200,
+        bind_address="127.0.0.1",
+    )
+    ca = TestCA()
+    mine, other = ca.issue("keys.example.com"), ca.issue("other.example.com")
+    key = _relabel(mine.key_pem, "ECDSA PRIVATE KEY") + other.key_pem
+    with backends("pod", port=free_port()) as pods:
+        routes = [
+            f.route(
+                "keys",
+                "keys.example.com",
+                service="web",
+                tls={"termination": "edge", "certificate": mine.cert_pem, "key": key},
+            )
+        ]
+        decision = admit(routes, [], config).decision("ns", "keys")
+        assert decision is not None and decision.admitted, decision
+        conf = _serve(tmp_path, config, routes, [_eps("web", pods)])
+        with running_haproxy(conf, [config.http_port]):
+            answer = request(https_port, "keys.example.com", tls=True)
+    assert answer.status == 200 and answer.backend == "pod"
+    assert answer.cert_sha256 == sha256_of_pem(mine.cert_pem)

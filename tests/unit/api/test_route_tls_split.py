@@ -9,10 +9,12 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from tests.support.pem import ec_key, issue, key_pem
 
-from shiftnet.api import parse_object
+from shiftnet.api import parse_object, tls
 from shiftnet.api.route import Route
 from shiftnet.api.route_validation import extended_tls_errors
 from shiftnet.api.validation import errors
@@ -54,7 +56,59 @@ def route(termination: str, **fields: str) -> Route:
 
 
 # (id, termination, fields, the router's first finding or None when served)
+def relabel(pem: str, label: str) -> str:
+    """The same DER under another PEM label (as some tools write keys)."""
+    body = "\n".join(line for line in pem.splitlines() if not line.startswith("-----"))
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n"
+
+
+OTHER_KEY = key_pem(ec_key())
+TRADITIONAL = key_pem(LEAF.key, traditional=True)  # SEC1, "EC PRIVATE KEY"
+
 CASES: list[tuple[str, str, dict[str, str], str | None]] = [
+    # which blocks are used, as OpenShift's router decides
+    (
+        "ECDSA PRIVATE KEY label",
+        "edge",
+        {"certificate": LEAF.cert_pem, "key": relabel(TRADITIONAL, "ECDSA PRIVATE KEY")},
+        None,
+    ),
+    (
+        "PKCS#8 under the EC PRIVATE KEY label",
+        "edge",
+        {"certificate": LEAF.cert_pem, "key": relabel(LEAF.key_pem, "EC PRIVATE KEY")},
+        None,
+    ),
+    (
+        "SEC1 under the PRIVATE KEY label",
+        "edge",
+        {"certificate": LEAF.cert_pem, "key": relabel(TRADITIONAL, "PRIVATE KEY")},
+        None,
+    ),
+    (
+        "two keys, the first matches",
+        "edge",
+        {"certificate": LEAF.cert_pem, "key": LEAF.key_pem + OTHER_KEY},
+        None,
+    ),
+    (
+        "two keys, the first does not match",
+        "edge",
+        {"certificate": LEAF.cert_pem, "key": OTHER_KEY + LEAF.key_pem},
+        'spec.tls.key: Invalid value: "redacted key data": private key does not match the public key of certificate "CN=www.example.com"',
+    ),
+    (
+        "a key in the certificate field comes first",
+        "edge",
+        {"certificate": LEAF.cert_pem + LEAF.key_pem, "key": OTHER_KEY},
+        None,
+    ),
+    (
+        "a wrong key in the certificate field comes first",
+        "edge",
+        {"certificate": LEAF.cert_pem + OTHER_KEY, "key": LEAF.key_pem},
+        'spec.tls.key: Invalid value: "redacted key data": private key does not match the public key of certificate "CN=www.example.com"',
+    ),
     ("certificate and key", "edge", {"certificate": LEAF.cert_pem, "key": LEAF.key_pem}, None),
     (
         "certificate, key and CA",
@@ -164,3 +218,26 @@ def test_the_api_still_refuses_what_it_reads() -> None:
     """Termination combinations stay API rules, as upstream."""
     found = errors(route("passthrough", certificate="x"))
     assert [e.field for e in found] == ["spec.tls.certificate"]
+
+
+@pytest.mark.parametrize(
+    ("certificate", "key"),
+    [
+        (LEAF.cert_pem, relabel(TRADITIONAL, "ECDSA PRIVATE KEY")),
+        (LEAF.cert_pem, LEAF.key_pem + OTHER_KEY),
+        (LEAF.cert_pem + LEAF.key_pem, OTHER_KEY),
+        (LEAF.cert_pem, EC_PARAMETERS + relabel(LEAF.key_pem, "EC PRIVATE KEY")),
+    ],
+    ids=["ECDSA label", "two keys", "key in certificate first", "parameters and a relabelled key"],
+)
+def test_the_served_file_has_the_certificates_and_the_first_key(certificate: str, key: str) -> None:
+    served = tls.serving_pem(certificate, key, CA.cert_pem)
+    labels = [line for line in served.splitlines() if line.startswith("-----BEGIN")]
+    assert labels == [
+        "-----BEGIN CERTIFICATE-----",
+        "-----BEGIN EC PRIVATE KEY-----",  # re-encoded as SEC1, as OpenShift writes it
+        "-----BEGIN CERTIFICATE-----",
+    ]
+    loaded = serialization.load_pem_private_key(served.encode(), password=None)
+    assert loaded.private_numbers() == LEAF.key.private_numbers()  # type: ignore[union-attr]
+    assert x509.load_pem_x509_certificates(served.encode()) == [LEAF.cert, CA.cert]

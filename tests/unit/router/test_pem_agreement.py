@@ -5,7 +5,7 @@ certificate file by ``escape.pem``. If the writer silently dropped a block
 validation accepted (a block with RFC 1421 headers, say), HAProxy would
 refuse the whole configuration. Every PEM oddity in ``tests/support/hostile``
 must therefore be either refused by validation, naming the field, or written
-with every certificate and exactly the one key it holds. The live check with
+with every certificate and exactly one key, the first it holds. The live check with
 real HAProxy is in ``tests/integration/router/test_hostile_tenant.py``.
 """
 
@@ -18,7 +18,7 @@ from tests.support.hostile import PemCase, encrypted_traditional_key, pem_cases
 from tests.support.pem import ec_key, issue, key_pem
 from tests.support.routes import route
 
-from shiftnet.api import validation
+from shiftnet.api import tls, validation
 from shiftnet.api.route_validation import extended_tls_errors
 from shiftnet.router.haproxy import escape
 
@@ -33,10 +33,9 @@ def _edge(fields: dict[str, str]) -> object:
 
 
 def _written(fields: dict[str, str]) -> bytes:
-    texts = [fields["certificate"], fields.get("key", "")]
-    if fields.get("caCertificate"):
-        texts.append(fields["caCertificate"])
-    return escape.pem(*texts, what="route certificate")
+    """The route's certificate file as the router writes it."""
+    text = tls.serving_pem(fields["certificate"], fields.get("key"), fields.get("caCertificate"))
+    return escape.pem(text, what="route certificate")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from shiftnet.api import tls as route_tls
 from shiftnet.api.route_headers import (
     NO_HEADER_ACTIONS,
     REQUEST,
@@ -404,9 +405,14 @@ def _certificate(policy: L7Policy, files: dict[str, bytes]) -> CrtEntry | None:
     if tls is None or not tls.certificate:
         return None  # served with the default certificate
     name = f"{CERT_DIR}/" + escape.file_name(policy.namespace, policy.name, suffix=".pem")
-    # The key may come inside the certificate field; escape.pem refuses a second one.
-    texts = [tls.certificate, tls.key or ""] + ([tls.ca_certificate] if tls.ca_certificate else [])
-    files[name] = escape.pem(*texts, what=f"route {policy.namespace}/{policy.name} certificate")
+    # Certificates, the first key (inside the certificate field first), the CA
+    # bundle: what OpenShift's router serves. escape.pem writes it, one key at most.
+    what = f"route {policy.namespace}/{policy.name} certificate"
+    try:
+        text = route_tls.serving_pem(tls.certificate, tls.key, tls.ca_certificate)
+    except route_tls.CertificateError as err:
+        raise escape.UnsafeValue(f"{what}: {err}") from None
+    files[name] = escape.pem(text, what=what)
     if policy.rule.wildcard:
         return CrtEntry(name, escape.sni_filter(policy.rule.domain, wildcard=True), True)
     return CrtEntry(name, escape.sni_filter(policy.rule.host), False)
