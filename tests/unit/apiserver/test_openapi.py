@@ -140,6 +140,7 @@ def test_explain_route_spec_tls_finds_fields_with_descriptions() -> None:
         "caCertificate",
         "certificate",
         "destinationCACertificate",
+        "externalCertificate",
         "insecureEdgeTerminationPolicy",
         "key",
         "termination",
