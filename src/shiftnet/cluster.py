@@ -87,6 +87,9 @@ class MasterComponent:
             cluster_network=cfg.cluster_network,
             host_subnet_length=cfg.host_subnet_length,
             service_network=cfg.service_network,
+            # as `shiftnet master` reads them (docs/master.md)
+            node_port_range=os.environ.get("SHIFTNET_SERVICE_NODE_PORT_RANGE") or None,
+            load_balancer_range=os.environ.get("SHIFTNET_LOAD_BALANCER_RANGE") or None,
         )
         self.master = Master(cluster.require_store(), self.config)
 

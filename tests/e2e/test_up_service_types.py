@@ -1,0 +1,111 @@
+"""``shiftnet up`` (local mode) serves a LoadBalancer Service as a user would reach it:
+the master gives it a node port and an address of the built-in loopback pool, the
+user-space proxy listens on both, and ``kubectl get svc`` shows them."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, up_env  # noqa: F401
+from tests.support.ports import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+LB_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {name: hello-lb, namespace: demo}
+spec:
+  type: LoadBalancer
+  selector: {app: hello}
+  ports: [{name: web, port: 8080, targetPort: web}]
+"""
+
+
+def get(url: str) -> str:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def eventually_get(url: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return get(url)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_load_balancer_service_on_the_local_pool_and_a_node_port(
+    demo_copy: Path,  # noqa: F811
+    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    state, env = up_env
+    node_port = free_port()
+    env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{node_port}-{node_port}"  # a free high port
+    net = f"127.{random.randint(100, 199)}.0.0/16"
+    up = UpProcess(
+        ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        up.read_until(r"Press Ctrl-C", timeout=120)
+        applied = subprocess.run(
+            [str(SHIFTNET), "apply", "-f", "-"],
+            input=LB_SERVICE, env=env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert applied.returncode == 0, applied.stderr
+        kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))
+        deadline = time.monotonic() + 30
+        row = ""
+        while time.monotonic() < deadline:
+            got = subprocess.run(
+                ["/usr/bin/kubectl", "get", "svc", "hello-lb", "-n", "demo", "--no-headers"],
+                env=kube_env, capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            row = got.stdout
+            if re.search(r"127\.\d+\.0\.\d+\s+8080:\d+/TCP", row):
+                break
+            time.sleep(0.3)
+        match = re.search(r"LoadBalancer\s+\S+\s+(127\.\d+\.0\.\d+)\s+8080:(\d+)/TCP", row)
+        assert match, row
+        lb_ip, shown_port = match.group(1), int(match.group(2))
+        assert shown_port == node_port
+        assert int(lb_ip.split(".")[1]) >= 50, lb_ip  # the pool beside the service network
+        assert "pod=hello-" in eventually_get(f"http://{lb_ip}:8080/via-lb")
+        assert "pod=hello-" in eventually_get(f"http://127.0.0.1:{node_port}/via-node-port")
+        # back to ClusterIP: the node port and the address are given back and stop answering
+        cluster_ip_only = LB_SERVICE.replace("type: LoadBalancer", "type: ClusterIP")
+        changed = subprocess.run(
+            [str(SHIFTNET), "apply", "-f", "-"],
+            input=cluster_ip_only, env=env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert changed.returncode == 0, changed.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                get(f"http://127.0.0.1:{node_port}/")
+            except OSError:
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("the node port still answers after the type change")
+        os.killpg(up.proc.pid, signal.SIGINT)
+        assert up.proc.wait(timeout=60) == 0, up.rest()
+    finally:
+        if up.proc.poll() is None:
+            os.killpg(up.proc.pid, signal.SIGKILL)
+            up.proc.wait()
