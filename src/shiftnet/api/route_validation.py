@@ -159,26 +159,24 @@ def backend_errors(route: Route) -> list[FieldError]:
     return out
 
 
-def target_port_errors(route: Route) -> list[FieldError]:
-    """``spec.port.targetPort``: not 0 and not ""; a number, a digit string, or a port name.
+_INT32 = range(-(2**31), 2**31)
 
-    Upstream accepts any non-empty string (``"0"`` included, since it is looked
-    up as a name); shiftnet also refuses strings that could never name a
-    Service port (Service port names are DNS-1123 labels).
+
+def target_port_errors(route: Route) -> list[FieldError]:
+    """``spec.port.targetPort``: not 0 and not "", and nothing more, as upstream.
+
+    A number or name no Service port has leaves the route without servers (the
+    router says so in a warning); a number must fit the 32 bits the wire gives it.
     """
     if route.spec.port is None:
         return []
     path = "spec.port.targetPort"
     target = route.spec.port.target_port
-    if isinstance(target, int):
-        if target == 0:
-            return [required(path)]
-        return [invalid(path, target, r) for r in names.port_number_errors(target)]
-    if target == "":
+    if target in (0, ""):
         return [required(path)]
-    if target.isascii() and target.isdigit():
-        return []
-    return [invalid(path, target, r) for r in names.dns1123_label_errors(target)[:1]]
+    if isinstance(target, int) and target not in _INT32:
+        return [invalid(path, target, "must be a 32-bit integer")]
+    return []
 
 
 def wildcard_errors(route: Route) -> list[FieldError]:

@@ -138,3 +138,15 @@ def test_a_single_label_wildcard_route_serves_its_own_host_only() -> None:
     out = render_haproxy(model, CONFIG, PATHS)
     assert out["os_http_prefix.map"] == b"intranet/ be_http:ns:intranet\n"
     assert all(b"intranet" not in v for k, v in out.items() if "wildcard" in k)
+
+
+@pytest.mark.parametrize("target", ["my port", 70000, -8, "0"])
+def test_a_target_port_no_service_has_is_admitted_without_servers(target: int | str) -> None:
+    """OpenShift accepts any targetPort but 0 and "": it simply matches no port."""
+    route = f.route("odd", target_port=target)
+    result = admit([route], [], CONFIG)
+    decision = result.decision("ns", "odd")
+    assert decision is not None and decision.admitted
+    (policy,) = build_model(result, [f.endpoints("svc", ["10.1.0.1"])]).policies
+    assert policy.servers == ()
+    assert any("matches no port" in w for w in policy.warnings)
