@@ -391,6 +391,16 @@ class UserspaceProxier:
         self.errors = {}
         await self._sync_listeners(self.services, cluster_listeners(table))
         await self._sync_listeners(self.external, self._external_listeners(table))
+        self._share_affinity()
+
+    def _share_affinity(self) -> None:
+        """External listeners that send where the ClusterIP sends use its balancer, so a
+        client keeps one endpoint across the ClusterIP and every external address (one
+        affinity per service port, as the kernel modes and kube-proxy)."""
+        for (key, _, _), listener in self.external.items():
+            cluster = self.services.get(key)
+            if cluster is not None and cluster.entry.backends == listener.entry.backends:
+                listener.balancer = cluster.balancer
 
     def _external_listeners(self, table: ServiceTable) -> dict[ListenerKey, ServiceEntry]:
         """Node port, external IP and LB address listeners, and the refused policies."""

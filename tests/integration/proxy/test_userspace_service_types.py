@@ -157,6 +157,15 @@ async def test_internal_policy_local_and_affinity_on_the_node_port(env) -> None:
     await serve(env, typed(env, "itp", port, node_port, affinity=60))
     sticky = Counter([await who("127.0.0.1", node_port, source="127.0.0.9") for _ in range(30)])
     assert len(sticky) == 1, sticky
+    # one affinity per service port: the ClusterIP and the other node address keep it. A
+    # stranger between two clients moves the rotation by one, so separate balancers
+    # could not agree on both clients.
+    vip = f"127.30.{net}.1"
+    for i, src in enumerate(("127.0.0.11", "127.0.0.12")):
+        pinned = await who("127.0.0.1", node_port, source=src)
+        assert await who(vip, port, source=src) == pinned
+        assert await who(f"127.40.{net}.1", node_port, source=src) == pinned
+        await who(vip, port, source=f"127.0.0.{21 + i}")
 
 
 async def test_external_policy_local_is_refused_not_ignored(env, caplog) -> None:  # type: ignore[no-untyped-def]
