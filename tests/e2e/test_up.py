@@ -164,6 +164,9 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         # The demo's header actions reach the pod (examples/demo/50-headers.yaml).
         body = through_router(http_port, "headers.demo.example.com", "/")
         assert "greeting='hello via headers.demo.example.com'" in body, body
+        # The demo's Ingress is served through the Route made for it (60-ingress.yaml).
+        body = through_router(http_port, "ingress.demo.example.com", "/from-ingress")
+        assert "ns=demo" in body and "path=/from-ingress" in body, body
         # The cluster DNS names the route's service.
         dns_host, dns_port = env["SHIFTNET_DNS_LISTEN"].split(":")
         answer = dns.query.udp(

@@ -56,6 +56,8 @@ def paths(found: list[Route]) -> list[str]:
 
 async def test_routes_follow_the_ingress_and_go_with_it(store_url) -> None:  # noqa: F811
     async with running_master(store_url) as (_, client):
+        default = await client.get(IngressClass, None, "openshift-default")
+        assert default.spec.controller == "openshift.io/ingress-to-route"
         await client.create(service("web", ports=[{"name": "http", "port": 80}]))
         created = await client.create(
             ingress([("/", "Prefix"), ("/api", "ImplementationSpecific")])
@@ -163,3 +165,32 @@ async def test_another_class_is_left_alone_and_tls_comes_from_the_secret(tmp_pat
 
 def owner_name(route: Route) -> str:
     return (route.metadata.owner_references or [])[0].name
+
+
+async def test_status_names_the_router_that_admitted_the_route(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path}/store.db"
+    async with running_master(url) as (_, client):
+        await client.create(service("web"))
+        await client.create(ingress([("/", "Prefix")]))
+        [route] = await eventually(lambda: routes(client), lambda r: len(r) == 1)
+        admitted = route.model_copy(deep=True)
+        admitted.status = type(route.status).model_validate(
+            {
+                "ingress": [
+                    {
+                        "host": route.spec.host,
+                        "routerName": "default",
+                        "routerCanonicalHostname": "default.shiftnet.local",
+                        "conditions": [{"type": "Admitted", "status": "True"}],
+                    }
+                ]
+            }
+        )
+        await client.update(admitted, route)
+        found = await eventually(
+            lambda: client.get(Ingress, "default", "shop"),
+            lambda i: bool(i.status.load_balancer.ingress),
+        )
+        assert [e.to_dict() for e in found.status.load_balancer.ingress] == [
+            {"hostname": "default.shiftnet.local"}
+        ]

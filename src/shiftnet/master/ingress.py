@@ -19,11 +19,18 @@ import logging
 import secrets as random_names
 
 from shiftnet.api import Ingress, IngressClass, Route, Secret, Service
-from shiftnet.api.ingress import IngressLoadBalancerIngress
+from shiftnet.api.base import ObjectMeta
+from shiftnet.api.ingress import IngressClassSpec, IngressLoadBalancerIngress
 from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, InvalidObject, NotFound
 from shiftnet.informer import Informers
-from shiftnet.master.ingress_model import manages, owner_ingress, plan_ingress
+from shiftnet.master.ingress_model import (
+    CONTROLLER,
+    DEFAULT_CLASS,
+    manages,
+    owner_ingress,
+    plan_ingress,
+)
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,7 @@ class IngressToRouteController:
 
     async def start(self) -> None:
         """Call after the informers synced."""
+        await self.ensure_default_class()
         for route in self.routes.list():
             self._on_route("ADDED", None, route)
         for ing in self.ingresses.list():
@@ -69,6 +77,20 @@ class IngressToRouteController:
 
     async def stop(self) -> None:
         await self.queue.stop()
+
+    async def ensure_default_class(self) -> None:
+        """IngressClass ``openshift-default`` (controller ``openshift.io/ingress-to-route``),
+        as OpenShift's ingress operator provides it; an existing one is never changed."""
+        if self.classes.get(None, DEFAULT_CLASS) is not None:
+            return
+        wanted = IngressClass(
+            metadata=ObjectMeta(name=DEFAULT_CLASS), spec=IngressClassSpec(controller=CONTROLLER)
+        )
+        try:
+            await self.client.create(wanted)
+            log.info("ingressclass created name=%s controller=%s", DEFAULT_CLASS, CONTROLLER)
+        except AlreadyExists:
+            pass
 
     # ------------------------------------------------------------ events
 

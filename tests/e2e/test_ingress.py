@@ -1,0 +1,171 @@
+"""An Ingress as a user applies it: ``shiftnet apply`` on a running ``shiftnet up``, then curl.
+
+The Ingress is served through the router on its host and path, an Exact path
+gets no Route (and a warning naming it), ``get ingress`` shows the router
+that admitted it, and deleting the Ingress takes its Route off the router.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_up import (  # noqa: F401  (up_env is a fixture)
+    REPO,
+    SHIFTNET,
+    UpProcess,
+    haproxy_pids,
+    pod_pids,
+    through_router,
+    up_env,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+APP = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  namespace: shop
+  labels: {app: web}
+  annotations: {shiftnet.io/workdir: "."}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+    - name: web
+      command: ["python3", "podserver.py"]
+      ports: [{name: web, containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: web}]
+"""
+
+INGRESS = """\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: store, namespace: shop}
+spec:
+  rules:
+    - host: store.shop.example.com
+      http:
+        paths:
+          - path: /cart
+            pathType: Prefix
+            backend: {service: {name: web, port: {number: 80}}}
+          - path: /exact
+            pathType: Exact
+            backend: {service: {name: web, port: {number: 80}}}
+"""
+
+
+def status_of(port: str, host: str, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=5)
+    try:
+        conn.request("GET", path, headers={"Host": host})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def wait_for(check, timeout: float = 30):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout}s; last value: {value!r}")
+        time.sleep(0.2)
+
+
+def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
+    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    state, env = up_env
+    env = dict(env, ROUTER_CANONICAL_HOSTNAME="router-default.apps.shop.test")
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy(REPO / "examples" / "demo" / "podserver.py", app)
+    (app / "app.yaml").write_text(APP)
+    (tmp_path / "ingress.yaml").write_text(INGRESS)
+    net = f"127.{random.randint(100, 199)}.0.0/16"  # apart from other tests' pods
+
+    def shiftnet(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SHIFTNET), *args], env=env, capture_output=True, text=True, timeout=30
+        )
+
+    up = UpProcess(
+        ["up", "-f", str(app), "--node-name", "e2e-ing", "--cluster-network", net],
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        up.read_until(r"Press Ctrl-C", timeout=120)
+        http_port = env["ROUTER_SERVICE_HTTP_PORT"]
+        made = shiftnet("apply", "-f", str(tmp_path / "ingress.yaml"))
+        assert made.returncode == 0, made.stderr
+        assert made.stdout.strip() == "ingress.networking.k8s.io/store created", made.stdout
+
+        body = through_router(http_port, "store.shop.example.com", "/cart/items")
+        assert "pod=web-1 ns=shop" in body and "path=/cart/items" in body, body
+        assert status_of(http_port, "store.shop.example.com", "/exact") == 503
+
+        routes = shiftnet("get", "routes", "-n", "shop", "-o", "name")
+        names = routes.stdout.split()
+        assert len(names) == 1 and re.fullmatch(
+            r"route\.route\.openshift\.io/store-\w{5}", names[0]
+        )
+        # ADDRESS: the canonical name of the router that admitted the route
+        wait_for(
+            lambda: re.search(
+                r"^store\s+<none>\s+store\.shop\.example\.com\s+router-default\.apps\.shop\.test"
+                r"\s+80\s",
+                shiftnet("get", "ingress", "-n", "shop").stdout,
+                re.M,
+            )
+        )
+
+        gone = shiftnet("delete", "ingress", "store", "-n", "shop")
+        assert gone.returncode == 0, gone.stderr
+        wait_for(lambda: not shiftnet("get", "routes", "-n", "shop", "-o", "name").stdout.strip())
+        wait_for(lambda: status_of(http_port, "store.shop.example.com", "/cart/items") == 503)
+
+        os.killpg(up.proc.pid, signal.SIGINT)
+        code = up.proc.wait(timeout=60)
+        tail = up.rest()
+        assert code == 0, tail
+        log = "\n".join(up.lines) + tail
+        assert "reason=IncompleteIngressToRouteRules" in log, log
+        assert "Unsupported exact path type in rule at index 0, path index 1" in log
+    finally:
+        if up.proc.poll() is None:
+            os.killpg(up.proc.pid, signal.SIGKILL)
+            up.proc.wait(timeout=30)
+        for pid in pod_pids(state):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        for pid in haproxy_pids(state):  # daemonized: not in up's process group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
