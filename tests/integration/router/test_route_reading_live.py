@@ -11,7 +11,8 @@ from tests.integration.router.test_render_live import _eps, running_haproxy
 from tests.support import routes as f
 from tests.support.backends import backends
 from tests.support.ports import free_port
-from tests.support.router import request, sha256_of_pem
+from tests.support.router import RouterEnv, endpoints, namespace, request, service, sha256_of_pem
+from tests.support.router import route as support_route
 from tests.support.tls import TestCA
 
 from shiftnet.router.admission import admit
@@ -146,3 +147,37 @@ def test_keys_are_read_as_openshift_reads_them(tmp_path: Path) -> None:
             answer = request(https_port, "keys.example.com", tls=True)
     assert answer.status == 200 and answer.backend == "pod"
     assert answer.cert_sha256 == sha256_of_pem(mine.cert_pem)
+
+
+async def test_a_running_router_serves_what_it_can_and_says_what_it_dropped(
+    router_env: RouterEnv,
+) -> None:
+    """The whole router: a Route whose annotations OpenShift reads leniently is served as
+    asked, and its status says which entries were dropped and which value was clipped;
+    an allowlist with no valid entry refuses every client."""
+    env = router_env
+    notes = {
+        ALLOW: "127.0.0.0/8 not-an-ip",
+        "haproxy.router.openshift.io/timeout": "30d",
+    }
+    with backends("pod") as pods:
+        await env.apply(namespace("demo"), service("demo", "web"), endpoints("demo", "web", pods))
+        await env.apply(
+            support_route("demo", "lenient", "lenient.example.com", "web", annotations=notes),
+            support_route(
+                "demo", "closed", "closed.example.com", "web", annotations={ALLOW: "nope"}
+            ),
+        )
+        ing = await env.eventually(lambda: env.ingress("demo", "lenient"))
+        assert ing.conditions[0].status == "True"
+        message = ing.conditions[0].message or ""
+        assert "'not-an-ip'" in message and "1 valid entry kept" in message
+        assert "clipped to HAProxy's largest time, 2147483647ms" in message
+
+        async def lenient_served() -> bool:
+            return (await env.get("lenient.example.com")).status == 200
+
+        await env.eventually(lenient_served)
+        assert (await env.get("closed.example.com")).status == 403
+        closed = await env.eventually(lambda: env.ingress("demo", "closed"))
+        assert "every client is refused" in (closed.conditions[0].message or "")
