@@ -109,3 +109,20 @@ def test_a_crt_list_that_does_not_list_each_certificate_needs_a_reload() -> None
 def test_no_payload_or_name_can_carry_a_second_command(make: object) -> None:
     with pytest.raises(RuntimeAPIError):
         make()  # type: ignore[operator]
+
+
+def test_a_certificate_too_long_for_a_cli_payload_goes_by_reload() -> None:
+    pair = CA.issue("a.example.com")
+    live = LiveState.of(described([edge("a", pair)]))
+    chain = "".join(CA.issue(f"c{i}.example.com").cert_pem for i in range(30))
+    big = f.route(
+        "a",
+        tls={
+            "termination": "edge",
+            "certificate": pair.cert_pem + chain,
+            "key": pair.key_pem,
+        },
+    )
+    wanted = described([big])
+    assert len(wanted.files[FILE_A]) > commands.MAX_PAYLOAD
+    assert plan(live, wanted) == Fallback("certificate")

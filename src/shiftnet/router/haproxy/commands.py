@@ -29,6 +29,17 @@ _MAP_PATH_RE = re.compile(r"^[A-Za-z0-9_./#\-]{1,4096}$")
 _CERT_FILE_RE = re.compile(r"^[A-Za-z0-9_,\-]+(?:[./][A-Za-z0-9_,\-]+)*$")
 _PAYLOAD_LINE_RE = re.compile(r"^[\x20-\x7e]+$")
 PAYLOAD_MARK = " <<\n"
+# HAProxy's CLI reads a command and its payload into one buffer (tune.bufsize, 16 KiB by
+# default); a larger one is dropped without an answer, so it goes by reload instead.
+MAX_PAYLOAD = 15_000
+# What HAProxy answers when an ``ssl`` command did its work; anything else is a refusal.
+SSL_SUCCESS = (
+    "Success!",
+    "Transaction created",
+    "Transaction updated",
+    "New empty certificate store",
+    "deleted",
+)
 
 
 def _name(value: str, what: str) -> str:
@@ -140,12 +151,15 @@ def _payload(text: str, what: str) -> str:
     lines = text.rstrip("\n").split("\n")
     if not all(_PAYLOAD_LINE_RE.match(line) for line in lines):
         raise RuntimeAPIError(f"{what} cannot be sent as a runtime API payload")
+    if len(text) > MAX_PAYLOAD:
+        raise RuntimeAPIError(f"{what} is longer than a runtime API payload may be")
     return "\n".join(lines) + "\n"
 
 
-def is_payload(command: str) -> bool:
-    """A command whose payload follows its first line (it must travel on its own)."""
-    return PAYLOAD_MARK in command
+def is_ssl(command: str) -> bool:
+    """A certificate command: sent on its own connection (a payload ends it) and judged by
+    HAProxy's success answer (a dropped command answers nothing at all)."""
+    return command.startswith(("new ssl ", "set ssl ", "commit ssl ", "del ssl ", "add ssl "))
 
 
 def new_ssl_cert(file: str) -> str:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shiftnet.router.haproxy import commands
-from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
-from shiftnet.router.haproxy.commands import is_payload as commands_is_payload
+from shiftnet.router.haproxy.commands import SSL_SUCCESS, RuntimeAPIError, server_change_commands
+from shiftnet.router.haproxy.commands import is_ssl as commands_is_ssl
 from shiftnet.router.haproxy.process import unix_command
 
 __all__ = ["RuntimeAPI", "RuntimeAPIError", "server_change_commands"]
@@ -200,23 +200,24 @@ class RuntimeAPI:
         """Run several commands in order, many per connection (``;``-separated).
 
         Arguments are validated to hold no ``;``, so the split is exact; a
-        refusal anywhere in a chunk raises with HAProxy's answer. A command with
-        a payload ends its connection, so it is sent alone, in its turn.
+        refusal anywhere in a chunk raises with HAProxy's answer. A certificate
+        command (``ssl``) is sent alone, in its turn: a payload ends its connection.
         """
         plain: list[str] = []
         for command in [*commands, None]:
-            if command is not None and not commands_is_payload(command):
+            if command is not None and not commands_is_ssl(command):
                 plain.append(command)
                 continue
             for i in range(0, len(plain), 100):
                 line = "; ".join(plain[i : i + 100])
                 _check_answer(line, await self.raw(line))
             plain = []
-            if command is not None:  # a payload command travels alone, on its own connection
-                await self.payload(command)
+            if command is not None:  # a certificate command travels alone, on its own connection
+                await self.ssl(command)
 
-    async def payload(self, command: str) -> str:
-        """Run one command with a payload (built by ``commands``: no empty line inside)."""
+    async def ssl(self, command: str) -> str:
+        """Run one certificate command (a payload, if any, built by ``commands``: no empty
+        line inside); anything but HAProxy's success answer raises."""
         head = command.split("\n", 1)[0]
         try:
             answer = await unix_command(self.socket_path, command, self.timeout)
@@ -224,7 +225,11 @@ class RuntimeAPI:
             raise RuntimeAPIError(
                 f"HAProxy runtime socket {self.socket_path} unreachable: {err}"
             ) from err
-        return _check_answer(head, answer)
+        if not any(word in answer for word in SSL_SUCCESS):
+            raise RuntimeAPIError(
+                f"HAProxy refused {head!r}: {answer.strip()[:300] or 'no answer'}"
+            )
+        return answer
 
     # ------------------------------------------------------------- servers
     set_server_addr_cmd = staticmethod(commands.set_server_addr)
