@@ -346,7 +346,8 @@ class NodeAgent:
         }
         await self._reap_orphans(adopt_uids)
         if not self._stale_checked:  # once per agent: sandboxes of pods gone while it was down
-            keep = set(wanted) | set(self.runners)
+            # a pod deleted while we were away has nothing to keep, even if its object is left
+            keep = {k for k, p in wanted.items() if not terminating(p)} | set(self.runners)
             try:
                 await self.network.remove_stale(keep)
                 self._stale_checked = True
