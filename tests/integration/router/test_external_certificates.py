@@ -287,3 +287,40 @@ async def _is(value: object, want: bytes) -> bool:
 
 async def _admitted_true(env: RouterEnv, name: str) -> bool:
     return (await admitted(env, name))[0] == "True"
+
+
+async def test_a_deleted_secret_takes_its_route_out_and_a_new_one_brings_it_back(
+    env: RouterEnv,
+) -> None:
+    with backends("web-1") as (pod,):
+        await serving(env)
+        await env.apply(endpoints("demo", "web", [pod]))
+        pair = CA.issue("e.example.com")
+        sha = sha256_of_pem(pair.cert_pem)
+        await env.apply(tls_secret("demo", "edge-tls", pair))
+        await env.apply(external("demo", "edge", "e.example.com", "edge-tls"))
+        await env.eventually(lambda: _is(presented(env, "e.example.com"), sha))
+        await env.router.driver.flush()
+        before = await reloads(env)
+        await env.delete(Secret, "demo", "edge-tls")
+        await env.eventually(lambda: _status_is(env, "e.example.com", 503))
+        assert await presented(env, "e.example.com") != sha
+        assert await env.eventually(
+            lambda: _reason_is(env, "edge", "ExternalCertificateValidationFailed")
+        )
+        again = CA.issue("e.example.com")
+        await env.apply(tls_secret("demo", "edge-tls", again))
+        await env.eventually(
+            lambda: _is(presented(env, "e.example.com"), sha256_of_pem(again.cert_pem))
+        )
+        assert (await env.get_tls("e.example.com")).status == 200
+        assert await env.eventually(lambda: _admitted_true(env, "edge"))
+        assert await reloads(env) == before
+
+
+async def _status_is(env: RouterEnv, host: str, status: int) -> bool:
+    return (await env.get_tls(host)).status == status
+
+
+async def _reason_is(env: RouterEnv, name: str, reason: str) -> bool:
+    return (await admitted(env, name))[1] == reason
