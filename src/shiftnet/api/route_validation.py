@@ -311,6 +311,8 @@ def route_update_errors(route: Route, old: Route) -> list[FieldError]:
     out: list[FieldError] = []
     if _wildcard_policy(route) != _wildcard_policy(old):
         out.append(invalid("spec.wildcardPolicy", route.spec.wildcard_policy, "field is immutable"))
+    elif not route_spec_errors(route):  # the update rules are some of the create rules
+        return []
     host_changed = route.spec.host != old.spec.host
     old_labels_ok = not old.spec.host or all(
         names.is_dns1123_label(label) for label in old.spec.host.split(".")
@@ -324,6 +326,8 @@ def route_update_errors(route: Route, old: Route) -> list[FieldError]:
 
 def route_standing_errors(route: Route) -> list[FieldError]:
     """The API-level problems a stored Route cannot have, whatever updates led to it."""
+    if not route_spec_errors(route):  # these rules are some of the create rules
+        return []
     return _all_spec_errors(route, check_host_labels=False, check_path_characters=False)
 
 

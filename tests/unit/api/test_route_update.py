@@ -222,3 +222,46 @@ def test_api_server_update_keeps_what_it_does_not_touch(tmp_path: Path) -> None:
             await store.close()
 
     _run(go())
+
+
+def _full_update_errors(new: Route, old: Route) -> list[object]:
+    """route_update_errors without its shortcut."""
+    from shiftnet.api import names
+    from shiftnet.api.route_validation import _all_spec_errors, invalid
+
+    out: list[object] = []
+    if (new.spec.wildcard_policy or "None") != (old.spec.wildcard_policy or "None"):
+        out.append(invalid("spec.wildcardPolicy", new.spec.wildcard_policy, IMMUTABLE))
+    labels_ok = not old.spec.host or all(
+        names.is_dns1123_label(x) for x in old.spec.host.split(".")
+    )
+    return out + _all_spec_errors(
+        new,
+        check_host_labels=new.spec.host != old.spec.host and labels_ok,
+        check_path_characters=new.spec.path != old.spec.path,
+    )
+
+
+SPECS: list[dict[str, Any]] = [
+    {},
+    {"host": "a.example.com"},
+    {"host": LONG_HOST},
+    {"host": "Upper.example.com"},
+    {"path": "/a#b"},
+    {"path": "/ok"},
+    {"path": "x"},
+    {"host": "a.example.com", "wildcardPolicy": "Subdomain"},
+    {"to": {"name": "", "weight": 999}},
+    {"port": {"targetPort": 0}},
+    {"tls": {"termination": "passthrough"}, "path": "/p"},
+]
+
+
+@pytest.mark.parametrize("old", SPECS)
+@pytest.mark.parametrize("new", SPECS)
+def test_the_shortcuts_agree_with_the_full_rules(old: dict[str, Any], new: dict[str, Any]) -> None:
+    from shiftnet.api.route_validation import route_standing_errors, route_update_errors
+
+    a, b = route(new), route(old)
+    assert route_update_errors(a, b) == _full_update_errors(a, b)
+    assert route_standing_errors(a) == _full_update_errors(a, a)
