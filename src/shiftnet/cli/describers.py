@@ -135,6 +135,8 @@ def describe_route(
     top.add("Path", or_none(route.spec.path))
     tls = route.spec.tls
     top.add("TLS Termination", tls.termination if tls else "<none>")
+    if tls is not None and tls.external_certificate and tls.external_certificate.name:
+        top.add("External Certificate", f"secret/{tls.external_certificate.name}")
     top.add("Insecure Policy", or_none(tls.insecure_edge_termination_policy if tls else None))
     top.add(
         "Endpoint Port",

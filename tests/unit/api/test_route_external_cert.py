@@ -3,12 +3,14 @@ passthrough; an empty name is no reference)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
 
 from shiftnet.api import Route, parse_object
 from shiftnet.api.validation import errors
+from shiftnet.cli.describers import describe_route
 
 
 def route(tls: dict[str, Any]) -> Route:
@@ -58,3 +60,9 @@ def test_openshift_rules(tls: dict[str, Any], expected: list[str]) -> None:
 def test_the_reference_round_trips_in_openshift_shape() -> None:
     tls = {"termination": "edge", "externalCertificate": {"name": "web-tls"}}
     assert route(tls).to_dict()["spec"]["tls"] == tls
+
+
+def test_describe_names_the_secret_never_its_content() -> None:
+    tls = {"termination": "edge", "externalCertificate": {"name": "web-tls"}}
+    lines = describe_route(route(tls), {}, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    assert any(line.split() == ["External", "Certificate:", "secret/web-tls"] for line in lines)
