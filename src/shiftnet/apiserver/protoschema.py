@@ -5,8 +5,9 @@ Pure data. The numbers are those of Kubernetes' ``generated.proto`` files
 ``.../util/intstr``); the JSON names are the ones the same Go fields carry.
 Only the kinds kubectl's generators and typed clients write to shiftnet are
 here: Namespace (``kubectl create namespace``), Service (``kubectl create
-service``), Secret (``kubectl create secret``), Pod (``kubectl debug
---copy-to``) and DeleteOptions (``kubectl drain``).
+service``), Secret (``kubectl create secret``), Ingress (``kubectl create
+ingress``, ``k8s.io/api/networking/v1``), Pod (``kubectl debug --copy-to``)
+and DeleteOptions (``kubectl drain``).
 
 Every upstream field of those messages is listed, also the ones shiftnet's
 models lack, so that such a field is named in the answer (``unknown field
@@ -453,12 +454,126 @@ SECRET = Message(
     },
 )
 
+# ---------------------------------------------------------------- networking.k8s.io/v1
+
+SERVICE_BACKEND_PORT = Message("ServiceBackendPort", {1: string("name"), 2: integer("number")})
+
+INGRESS_BACKEND = Message(
+    "IngressBackend",
+    {
+        4: message(
+            "service",
+            Message(
+                "IngressServiceBackend",
+                {1: string("name"), 2: message("port", SERVICE_BACKEND_PORT)},
+            ),
+            pointer=True,
+        ),
+        3: message(
+            "resource",
+            Message(
+                "TypedLocalObjectReference",
+                {1: string("apiGroup", pointer=True), 2: string("kind"), 3: string("name")},
+            ),
+            pointer=True,
+        ),
+    },
+)
+
+HTTP_INGRESS_PATH = Message(
+    "HTTPIngressPath",
+    {
+        1: string("path"),
+        3: string("pathType", pointer=True),
+        2: message("backend", INGRESS_BACKEND),
+    },
+)
+
+INGRESS_RULE = Message(
+    "IngressRule",
+    {
+        1: string("host"),
+        2: message(
+            "ingressRuleValue",
+            Message(
+                "IngressRuleValue",
+                {
+                    1: message(
+                        "http",
+                        Message(
+                            "HTTPIngressRuleValue",
+                            {1: message("paths", HTTP_INGRESS_PATH, repeated=True)},
+                        ),
+                        pointer=True,
+                    )
+                },
+            ),
+            inline=True,
+        ),
+    },
+)
+
+INGRESS = Message(
+    "Ingress",
+    {
+        1: message("metadata", OBJECT_META),
+        2: message(
+            "spec",
+            Message(
+                "IngressSpec",
+                {
+                    4: string("ingressClassName", pointer=True),
+                    1: message("defaultBackend", INGRESS_BACKEND, pointer=True),
+                    2: message(
+                        "tls",
+                        Message(
+                            "IngressTLS",
+                            {1: string("hosts", repeated=True), 2: string("secretName")},
+                        ),
+                        repeated=True,
+                    ),
+                    3: message("rules", INGRESS_RULE, repeated=True),
+                },
+            ),
+        ),
+        3: message(
+            "status",
+            Message(
+                "IngressStatus",
+                {
+                    1: message(
+                        "loadBalancer",
+                        Message(
+                            "IngressLoadBalancerStatus",
+                            {
+                                1: message(
+                                    "ingress",
+                                    Message(
+                                        "IngressLoadBalancerIngress",
+                                        {
+                                            1: string("ip"),
+                                            2: string("hostname"),
+                                            4: opaque("ports", repeated=True),
+                                        },
+                                    ),
+                                    repeated=True,
+                                )
+                            },
+                        ),
+                    )
+                },
+            ),
+        ),
+    },
+)
+
 # (apiVersion, kind) of the envelope -> the message of its ``raw`` bytes.
 KINDS: dict[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
     ("v1", "Service"): SERVICE,
     ("v1", "Pod"): POD,
     ("v1", "Secret"): SECRET,
+    ("networking.k8s.io/v1", "Ingress"): INGRESS,
     ("v1", "DeleteOptions"): DELETE_OPTIONS,
     ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
 }
