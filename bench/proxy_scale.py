@@ -215,7 +215,8 @@ def kernel_bench(sizes: list[int], modes: list[str]) -> list[dict]:
         cases += [("iptables", n, "nft") for n in sizes]
         # every change a full restore (what the iptables mode did before partial syncs)
         cases += [("iptables", n, "legacy-full") for n in sizes]
-        cases += [("iptables", n, "nft-full") for n in sizes]
+        # a full restore with iptables-nft at 10,000 services takes minutes: 1,000 only
+        cases += [("iptables", n, "nft-full") for n in sizes if n <= 1000]
         cases = [c for c in cases if _label(*c) in modes]
         for mode, n, backend in cases:
             print(f"  kernel {mode}/{backend} {n} services ...", file=sys.stderr, flush=True)
@@ -283,6 +284,10 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 USERSPACE_PATHS = ("direct", "haproxy_tcp", "haproxy_tcp_2threads", "userspace")
+# bulk: an 8 MiB file over 4 connections, HAProxy (1 thread) against ours, CPU per GiB
+BULK_PATHS = ("haproxy_tcp", "userspace")
+BULK_BYTES = 8 * 2**20
+BULK_CONNECTIONS = 4
 
 
 def userspace_bench(seconds: int, connections: int, rounds: int = 5) -> dict:
@@ -291,15 +296,19 @@ def userspace_bench(seconds: int, connections: int, rounds: int = 5) -> dict:
     machine is doing. Per path: median req/s and p99, and the proxy's CPU per request
     (from /proc, load-independent); the ratio is the median of the per-round ratios."""
     work = Path(tempfile.mkdtemp(prefix="sn-proxy-bench-"))
+    www = Path(tempfile.mkdtemp(prefix="sn-proxy-bench-www-"))  # nginx's worker reads it
+    www.chmod(0o755)
+    (www / "bulk.bin").write_bytes(os.urandom(BULK_BYTES))
+    (www / "bulk.bin").chmod(0o644)
     procs: list[subprocess.Popen] = []
     try:
         backend_port = free_port()
         (work / "nginx.conf").write_text(
             f"worker_processes 1; daemon off; pid {work}/nginx.pid; error_log stderr error;\n"
             "events { worker_connections 4096; }\n"
-            "http { access_log off; keepalive_requests 1000000;\n"
-            f"  server {{ listen 127.0.0.1:{backend_port};\n"
-            "    location / { return 200 'ok'; } } }\n"
+            "http { access_log off; keepalive_requests 1000000; sendfile on;\n"
+            f"  server {{ listen 127.0.0.1:{backend_port}; root {www};\n"
+            "    location = / { return 200 'ok'; } } }\n"
         )
         procs.append(
             subprocess.Popen([*PIN_LOAD, "nginx", "-c", str(work / "nginx.conf"), "-p", str(work)])
@@ -369,7 +378,26 @@ def userspace_bench(seconds: int, connections: int, rounds: int = 5) -> dict:
                     cpu = process_cpu_seconds(pid) - before
                     run["cpu_us_per_request"] = cpu / max(1, run["requests"]) * 1e6
                 runs[label].append(run)
+        bulk: dict[str, list[dict]] = {label: [] for label in BULK_PATHS}
+        for _ in range(rounds):
+            for label in BULK_PATHS:
+                pid = pids[label]
+                before = process_cpu_seconds(pid)
+                run = wrk(urls[label] + "bulk.bin", seconds, BULK_CONNECTIONS)
+                cpu = process_cpu_seconds(pid) - before
+                mib = run["requests"] * BULK_BYTES / 2**20
+                run["mib_per_s"] = run["rps"] * BULK_BYTES / 2**20
+                run["cpu_ms_per_gib"] = cpu / max(mib, 1) * 1024 * 1000
+                bulk[label].append(run)
         res: dict = {"rounds": rounds, "seconds": seconds, "loadavg_1m": loads, "runs": runs}
+        res["bulk"] = {
+            label: {
+                "mib_per_s": statistics.median(r["mib_per_s"] for r in rs),
+                "cpu_ms_per_gib": statistics.median(r["cpu_ms_per_gib"] for r in rs),
+            }
+            for label, rs in bulk.items()
+        }
+        res["bulk_runs"] = bulk
         for label, rs in runs.items():
             res[label] = {
                 "rps": statistics.median(r["rps"] for r in rs),
@@ -401,6 +429,7 @@ def userspace_bench(seconds: int, connections: int, rounds: int = 5) -> dict:
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(www, ignore_errors=True)
 
 
 async def _write_service(store_url: str, ip: str, port: int, backend_port: int) -> None:
@@ -526,6 +555,11 @@ def print_userspace(u: dict) -> None:
         "cpu per request userspace / haproxy_tcp = "
         f"{u['ratio_cpu_per_request_userspace_vs_haproxy']:.2f}"
     )
+    if "bulk" in u:
+        print(f"\nbulk: wrk -c{BULK_CONNECTIONS} fetching {BULK_BYTES >> 20} MiB, medians")
+        print(f"{'path':<22} {'MiB/s':>10} {'proxy cpu ms/GiB':>16}")
+        for label, b in u["bulk"].items():
+            print(f"{label:<22} {b['mib_per_s']:>10.0f} {b['cpu_ms_per_gib']:>16.0f}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from shiftnet.proxy.iptables_layout import (
     svc_chain,
 )
 from shiftnet.proxy.iptables_plan import IptPlan
-from shiftnet.proxy.iptables_rules import FILTER, NAT
+from shiftnet.proxy.iptables_rules import FILTER, NAT, Chain
 from shiftnet.proxy.iptables_writer import (
     HASHED_CHAIN_RE,
     STATIC_CHAINS,
@@ -65,11 +65,22 @@ def render_restore(
     return text, plan.owned
 
 
-def render_cleanup(existing: Iterable[tuple[str, str]]) -> str:
-    """Flush and delete every chain of ours: the static ones and ``existing`` (table, name).
+def render_cleanup(
+    existing: Iterable[tuple[str, str]], chains_per_part: int | None = None
+) -> list[str]:
+    """Restore inputs that flush and delete every chain of ours: the static ones and
+    ``existing`` (table, name). One input, or with ``chains_per_part`` first inputs
+    that flush that many chains each, then inputs that delete them (a chain can only
+    go once nothing jumps to it, and flushing all of them first ensures that).
 
     The jumps from the built-in chains must be gone first (the driver deletes them).
     """
     static = [(NAT, name) for name in STATIC_CHAINS]
     static += [(FILTER, SERVICES), (FILTER, NODEPORTS)]
-    return render_restore_text([], sorted({*static, *existing}))
+    chains = sorted({*static, *existing})
+    if chains_per_part is None:
+        return [render_restore_text([], chains)]
+    size = max(1, chains_per_part)
+    groups = [chains[i : i + size] for i in range(0, len(chains), size)]
+    flushes = [render_restore_text([Chain(t, name, ()) for t, name in g]) for g in groups]
+    return flushes + [render_restore_text([], g) for g in groups]

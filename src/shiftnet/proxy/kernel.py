@@ -40,6 +40,7 @@ SYNC_FAILURES = Counter(
 
 _NETNS_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 IPT_NFT_SERVICES_PER_RESTORE = 500  # service ports per restore of a full sync with iptables-nft
+IPT_NFT_CHAINS_PER_RESTORE = 5000  # chains per restore of a cleanup with iptables-nft
 _OWN_CHAIN_RE = re.compile(r"^:(KUBE-(?:SVC|SVL|EXT|SEP|DST)-[A-Z2-7]{16}) ", re.M)
 
 
@@ -366,9 +367,9 @@ class KernelProxier:
                         [ipt, "-w", "-t", tbl, "-D", chain, "-j", target],
                         netns=self.config.netns,
                     )
-            text = iptables.render_cleanup(await self._existing_ipt_chains())
-            await run_command(
-                [await self._ipt("iptables-restore"), "--noflush"], text, self.config.netns
-            )
+            per_part = IPT_NFT_CHAINS_PER_RESTORE if self._ipt_backend == "nft" else None
+            restore = [await self._ipt("iptables-restore"), "--noflush"]
+            for text in iptables.render_cleanup(await self._existing_ipt_chains(), per_part):
+                await run_command(restore, text, self.config.netns)
             self._ipt_plan = None
         self.in_sync = False

@@ -280,3 +280,14 @@ def test_iptables_rule_modules_do_no_io() -> None:
     io = [m for m in IO_MODULES if m != "socket"] + ["shiftnet.proxy.iptables_tools"]
     src = Path(__file__).resolve().parents[3] / "src"
     assert check(src, "shiftnet", pure, io) == []
+
+
+def test_cleanup_in_parts_removes_every_chain() -> None:
+    c = Cluster(6)
+    existing = [key for key in c.kernel.chains if iptables.HASHED_CHAIN_RE.match(key[1])]
+    parts = iptables.render_cleanup(existing, chains_per_part=7)
+    assert len(parts) > 2 and all("\n-A " not in p for p in parts)
+    for part in parts:
+        c.kernel.restore(part)
+    assert c.kernel.chains == {}
+    assert len(iptables.render_cleanup(existing)) == 1
