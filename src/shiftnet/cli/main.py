@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from shiftnet.cli.settings import resolve_settings
-from shiftnet.errors import ShiftnetError
+from shiftnet.errors import ShiftnetError, shorten
 from shiftnet.private_files import ensure_private_tree
 
 # One line per sub-command module; each exposes ``register(subparsers)``. Name the
@@ -167,6 +167,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `shiftnet get pods | head`: the reader went away; that is not an error.
         _silence_stdout()
         return 0
+    except Exception as err:  # the last boundary before the user
+        # A defect, not bad input: one line and a way to see more, never a traceback.
+        if debug:
+            raise
+        detail = shorten(str(err)) or "no message"
+        print(
+            _sentence(
+                f"internal error ({type(err).__name__}: {detail}); "
+                "run again with --debug for the traceback"
+            ),
+            file=sys.stderr,
+        )
+        return 1
 
 
 def _silence_stdout() -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import shiftnet.cli.main as cli_main
 from shiftnet.cli.main import SUBCOMMANDS, command_word, modules_for
 from shiftnet.cli.settings import resolve_settings
 
@@ -33,3 +36,28 @@ def test_settings_precedence() -> None:
     assert (s.state_dir, s.store_url) == (Path("/a"), "etcd://e:2379")
     s = resolve_settings("sqlite:///x.db", "/a", {"SHIFTNET_STORE": "etcd://e:2379"})
     assert s.store_url == "sqlite:///x.db"
+
+
+def _failing_settings(*_args: object) -> object:
+    raise RuntimeError("boom\nsecond line")
+
+
+def test_a_defect_prints_one_line_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The last boundary: an exception that is not a ShiftnetError is a defect;
+    # the user sees one line naming it and how to see more.
+    monkeypatch.setattr(cli_main, "resolve_settings", _failing_settings)
+    code = cli_main.main(["--state-dir", str(tmp_path), "get", "pods"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Traceback" not in err
+    assert err.count("\n") == 1
+    assert err.startswith("error: internal error (RuntimeError: boom\\nsecond line)")
+    assert "--debug" in err
+
+
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli_main, "resolve_settings", _failing_settings)
+    with pytest.raises(RuntimeError):
+        cli_main.main(["--debug", "--state-dir", str(tmp_path), "get", "pods"])
