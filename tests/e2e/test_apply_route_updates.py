@@ -76,3 +76,12 @@ def test_a_new_route_meets_the_create_rules(sn: Shiftnet) -> None:
     res = sn.run("apply", "-f", "-", input=manifest(LONG_HOST).replace("name: web", "name: new"))
     assert res.returncode != 0
     assert "each part between dots must be no more than 63 characters" in one_error_line(res.stderr)
+
+
+def test_apply_prints_upstreams_warning_for_host_and_subdomain(tmp_path: Path) -> None:
+    sn = Shiftnet(f"sqlite:///{tmp_path}/fresh.db", tmp_path / "home2")
+    doc = manifest("both.example.com", path="/").replace("  to:", "  subdomain: both\n  to:")
+    res = sn.run("apply", "-f", "-", input=doc)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "route.route.openshift.io/web created"
+    assert res.stderr.strip() == "Warning: spec.host is set; spec.subdomain may be ignored"

@@ -331,6 +331,13 @@ def route_standing_errors(route: Route) -> list[FieldError]:
     return _all_spec_errors(route, check_host_labels=False, check_path_characters=False)
 
 
+def route_warnings(route: Route) -> list[str]:
+    """What upstream warns about a Route it accepts (``Warnings``)."""
+    if route.spec.host and route.spec.subdomain:
+        return ["spec.host is set; spec.subdomain may be ignored"]
+    return []
+
+
 def extended_tls_errors(route: Route) -> list[FieldError]:
     """The router's deeper TLS checks (its ``ExtendedValidationFailed``); [] when fine.
 

@@ -37,6 +37,7 @@ from shiftnet.api.route_validation import (
     route_spec_errors,
     route_standing_errors,
     route_update_errors,
+    route_warnings,
 )
 from shiftnet.api.secret import Secret
 from shiftnet.api.secret_validation import secret_errors, secret_update_errors
@@ -51,6 +52,7 @@ __all__ = [
     "validate",
     "validate_standing",
     "validate_update",
+    "warnings",
 ]
 
 
@@ -109,6 +111,11 @@ def standing_errors(obj: Resource) -> list[FieldError]:
     """The problems ``obj`` has whether it is new or an update of anything."""
     rules = _UPDATE_RULES.get(type(obj))
     return errors(obj) if rules is None else meta_errors(obj) + rules[1](obj)
+
+
+def warnings(obj: Resource) -> list[str]:
+    """What upstream warns about an object it accepts (kubectl prints ``Warning: ...``)."""
+    return route_warnings(obj) if isinstance(obj, Route) else []
 
 
 def validate(obj: Resource) -> None:

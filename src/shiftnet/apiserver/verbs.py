@@ -29,6 +29,7 @@ from shiftnet.api.registry import parse_object
 from shiftnet.api.selectors import parse_selector
 from shiftnet.api.validation import errors as field_errors
 from shiftnet.api.validation import update_errors as update_field_errors
+from shiftnet.api.validation import warnings as object_warnings
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, drop_unknown
 from shiftnet.apiserver.namespaces import NamespaceLifecycle
@@ -133,11 +134,16 @@ def parse(info: ResourceInfo, raw: dict[str, Any], check: FieldCheck | None = No
     return obj
 
 
-def check_valid(info: ResourceInfo, obj: Resource, old: Resource | None = None) -> None:
-    """Create rules, or with ``old`` the rules of an update of it."""
+def check_valid(
+    info: ResourceInfo, obj: Resource, old: Resource | None = None, check: FieldCheck | None = None
+) -> None:
+    """Create rules, or with ``old`` the rules of an update of it; the kind's warnings
+    about a valid object join the request's (``Warning`` headers)."""
     found = field_errors(obj) if old is None else update_field_errors(obj, old)
     if found:
         raise invalid(info, obj.metadata.name, found)
+    if check is not None:
+        check.warnings.extend(w for w in object_warnings(obj) if w not in check.warnings)
 
 
 def _refused_allocation(info: ResourceInfo, name: str, err: InvalidAllocation) -> StatusError:
@@ -265,7 +271,7 @@ class Verbs:
         for attempt in range(attempts):
             if prefix and (attempt or not obj.metadata.name):
                 obj.metadata.name = generated_name(prefix)
-            check_valid(info, obj)
+            check_valid(info, obj, check=check)
             if attempt == 0:
                 await self._check_allocation(info, obj)
             body = obj.to_dict()
@@ -315,7 +321,7 @@ class Verbs:
             merged = merged_for_update(existing, wanted)
         except InvalidObject as err:
             raise _shape_error(info, name, err) from None
-        check_valid(info, merged, existing)
+        check_valid(info, merged, existing, check)
         await self._check_allocation(info, merged)
         return await self._write(info, existing_raw, merged.to_dict(), pinned, dry_run)
 

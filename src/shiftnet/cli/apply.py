@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from shiftnet.cli.applying import apply_documents
@@ -35,12 +36,16 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from shiftnet.api.validation import warnings
+
     docs = read_manifests(args.filename, recursive=args.recursive)
     objects = decode_documents(docs, args.namespace, may_exist=True)
 
     async def go() -> int:
         async with client_from_args(args) as client:
             async for _doc, result in apply_documents(client, docs, objects):
+                for text in warnings(result.obj):  # as kubectl prints the server's
+                    print(f"Warning: {text}", file=sys.stderr, flush=True)
                 print(
                     f"{object_ref(type(result.obj), result.obj.name)} {result.action}", flush=True
                 )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shiftnet.api import parse_object
+from shiftnet.api import Namespace, parse_object
 from shiftnet.api.route import Route
 from shiftnet.api.validation import errors, standing_errors, update_errors
 from shiftnet.apiserver.resources import find
@@ -265,3 +265,36 @@ def test_the_shortcuts_agree_with_the_full_rules(old: dict[str, Any], new: dict[
     a, b = route(new), route(old)
     assert route_update_errors(a, b) == _full_update_errors(a, b)
     assert route_standing_errors(a) == _full_update_errors(a, a)
+
+
+def test_host_and_subdomain_together_are_a_warning(tmp_path: Path) -> None:
+    """As upstream's Warnings: accepted, with ``spec.host is set; spec.subdomain may be
+    ignored`` in the API server's Warning headers."""
+    from shiftnet.api.validation import warnings
+    from shiftnet.apiserver.fieldvalidation import FieldCheck
+
+    both = route({"host": "a.example.com", "subdomain": "a"})
+    assert errors(both) == []
+    assert warnings(both) == ["spec.host is set; spec.subdomain may be ignored"]
+    assert warnings(route({"subdomain": "a"})) == []
+    assert warnings(route({"host": "a.b"})) == []
+    info = find("route.openshift.io", "v1", "routes")
+    assert info is not None
+
+    async def go() -> None:
+        store = open_store(f"sqlite:///{tmp_path}/state.db")
+        try:
+            await Client(store).create(Namespace.model_validate({"metadata": {"name": "demo"}}))
+            verbs, check = Verbs(store), FieldCheck()
+            await verbs.create(info, "demo", both.to_dict(), dry_run=False, check=check)
+            assert check.warnings == ["spec.host is set; spec.subdomain may be ignored"]
+            again = FieldCheck()
+            body = await verbs.get(info, "demo", "web")
+            body["spec"]["path"] = "/x"
+            await verbs.update(info, "demo", "web", body, dry_run=False, check=again)
+            assert again.warnings == ["spec.host is set; spec.subdomain may be ignored"]
+            await verbs.close()
+        finally:
+            await store.close()
+
+    _run(go())
