@@ -147,6 +147,9 @@ def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
             )
         )
 
+        described = shiftnet("describe", "ingress", "store", "-n", "shop").stdout
+        assert f"{names[0].split('/')[1]}  store.shop.example.com/cart  admitted by" in described
+
         gone = shiftnet("delete", "ingress", "store", "-n", "shop")
         assert gone.returncode == 0, gone.stderr
         wait_for(lambda: not shiftnet("get", "routes", "-n", "shop", "-o", "name").stdout.strip())

@@ -24,6 +24,7 @@ from shiftnet.api import (
     ClusterNetwork,
     Endpoints,
     HostSubnet,
+    Ingress,
     Namespace,
     Node,
     Pod,
@@ -38,6 +39,7 @@ from shiftnet.cli.objects import DEFAULT_NAMESPACE
 from shiftnet.cli.runtime import client_from_args, run_async
 from shiftnet.client import Client
 from shiftnet.errors import InvalidInput, ShiftnetError
+from shiftnet.master.ingress_model import owner_ingress
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,9 @@ async def describe_object(
         return d.describe_hostsubnet(obj, now)
     if isinstance(obj, Secret):
         return d.describe_secret(obj, now)
+    if isinstance(obj, Ingress):
+        routes = [r for r in await client.list(Route, ns) if owner_ingress(r) == obj.name]
+        return d.describe_ingress(obj, routes, now)
     if isinstance(obj, ClusterNetwork):
         return d.describe_clusternetwork(obj, now)
     return d.describe_generic(obj, now)

@@ -15,6 +15,7 @@ from shiftnet.api import (
     ClusterNetwork,
     Endpoints,
     HostSubnet,
+    Ingress,
     Namespace,
     Node,
     Pod,
@@ -24,6 +25,7 @@ from shiftnet.api import (
     Secret,
     Service,
 )
+from shiftnet.api.ingress import IngressBackend
 from shiftnet.cli.printing import age, or_none, parse_timestamp
 from shiftnet.cli.tables import cluster_networks_column, node_status, pod_status, service_ports
 
@@ -346,6 +348,48 @@ def describe_secret(secret: Secret, now: dt.datetime) -> list[str]:
     lines += ["", *Block().add("Type", secret.type).lines(), "", "Data", "===="]
     sizes = secret.sizes()
     lines += Block().add_all((k, f"{sizes[k]} bytes") for k in sorted(sizes)).lines()
+    return lines
+
+
+def _backend_text(backend: IngressBackend | None) -> str:
+    if backend is None:
+        return "<default>"
+    if backend.service is not None:
+        port = backend.service.port
+        return f"{backend.service.name}:{port.name or port.number}"
+    if backend.resource is not None:
+        group = f".{backend.resource.api_group}" if backend.resource.api_group else ""
+        return f"{backend.resource.kind}{group}/{backend.resource.name}"
+    return "<none>"
+
+
+def describe_ingress(ing: Ingress, routes: Sequence[Route], now: dt.datetime) -> list[str]:
+    """kubectl's layout (address, class, default backend, TLS, rules), then the Routes
+    the master keeps for the Ingress and whether a router admitted each."""
+    address = ",".join(e.ip or e.hostname or "" for e in ing.status.load_balancer.ingress)
+    b = _header(ing, now)
+    b.add("Address", address)
+    b.add("Ingress Class", ing.class_name or "<none>")
+    b.add("Default backend", _backend_text(ing.spec.default_backend))
+    tls = [f"{t.secret_name or 'SNI'} terminates {','.join(t.hosts)}" for t in ing.spec.tls]
+    b.add("TLS", tls or ["<none>"])
+    lines = [*b.lines(), "Rules:", "  Host  Path  Backends", "  ----  ----  --------"]
+    for rule in ing.spec.rules:
+        lines.append(f"  {rule.host or '*'}")
+        for p in rule.http.paths if rule.http else []:
+            kind = f" ({p.path_type})" if p.path_type else ""
+            lines.append(f"        {p.path or '/'}{kind}  {_backend_text(p.backend)}")
+    lines.append("Routes:")
+    for route in sorted(routes, key=lambda r: (r.spec.host, r.spec.path, r.name)):
+        admitted = [
+            e.router_name
+            for e in route.status.ingress
+            if any(c.type == "Admitted" and c.status == "True" for c in e.conditions)
+        ]
+        by = f"admitted by {','.join(admitted)}" if admitted else "not admitted yet"
+        lines.append(f"  {route.name}  {route.spec.host}{route.spec.path}  {by}")
+    if not routes:
+        lines.append("  <none>")
     return lines
 
 
