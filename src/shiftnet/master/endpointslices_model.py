@@ -25,7 +25,7 @@ name then number; the same pods and slices in any order give the same plan.
 
 from __future__ import annotations
 
-import ipaddress
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -40,8 +40,9 @@ from shiftnet.api.discovery import (
     EndpointSlice,
     EndpointSlicePort,
 )
+from shiftnet.api.selectors import Selector
 from shiftnet.api.termination import terminating
-from shiftnet.master.endpoints_model import has_selector, resolve_port, selects
+from shiftnet.master.endpoints_model import has_selector, resolve_port
 
 MAX_ENDPOINTS_PER_SLICE = 100
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
@@ -69,19 +70,19 @@ def managed_slice(es: EndpointSlice) -> bool:
     return es.metadata.labels.get(MANAGED_BY_LABEL) == CONTROLLER_NAME
 
 
-def _ip_key(ip: str) -> tuple[int, int, str]:
-    try:
-        addr = ipaddress.ip_address(ip)
-    except ValueError:
-        return (9, 0, ip)
-    return (addr.version, int(addr), ip)
+def _ip_key(ip: str) -> tuple[int, bytes, str]:
+    """Numeric order, IPv4 first (the C parser: ``ipaddress`` costs ~25 us an address)."""
+    for version, family in ((4, socket.AF_INET), (6, socket.AF_INET6)):
+        try:
+            return (version, socket.inet_pton(family, ip), ip)
+        except (OSError, ValueError):
+            continue
+    return (9, b"", ip)
 
 
 def _address_type(ip: str) -> str | None:
-    try:
-        return "IPv4" if ipaddress.ip_address(ip).version == 4 else "IPv6"
-    except ValueError:
-        return None
+    version = _ip_key(ip)[0]
+    return "IPv4" if version == 4 else "IPv6" if version == 6 else None
 
 
 def _eligible(pod: Pod) -> bool:
@@ -107,7 +108,7 @@ def _endpoint(svc: Service, pod: Pod) -> Endpoint:
     )
 
 
-def _endpoint_key(ep: Endpoint) -> tuple[tuple[int, int, str], str]:
+def _endpoint_key(ep: Endpoint) -> tuple[tuple[int, bytes, str], str]:
     ref = ep.target_ref.name or "" if ep.target_ref else ""
     return (_ip_key(ep.addresses[0] if ep.addresses else ""), ref)
 
@@ -116,8 +117,14 @@ def desired_groups(svc: Service, pods: Iterable[Pod]) -> dict[Group, list[Endpoi
     """Every endpoint the Service should have, by (address family, resolved ports)."""
     families = set(svc.spec.ip_families or [])
     groups: dict[Group, list[Endpoint]] = {}
+    if not has_selector(svc):
+        return groups
+    selector = Selector.from_labels(svc.spec.selector or {})
+    namespace = svc.namespace or ""
     for pod in pods:
-        if not selects(svc, pod) or not _eligible(pod):
+        if (pod.namespace or "") != namespace or not _eligible(pod):
+            continue
+        if not selector.matches(pod.metadata.labels):
             continue
         family = _address_type(pod.status.pod_ip or "")
         if family is None or (families and family not in families):
