@@ -8,12 +8,16 @@ that admitted it, and deleting the Ingress takes its Route off the router.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
+import json
 import os
 import random
 import re
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -28,6 +32,7 @@ from tests.e2e.test_up import (  # noqa: F401  (up_env is a fixture)
     through_router,
     up_env,
 )
+from tests.support.tls import TestCA
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -85,6 +90,57 @@ def status_of(port: str, host: str, path: str) -> int:
         return resp.status
     finally:
         conn.close()
+
+
+def secure_docs(pair_cert: str, pair_key: str) -> str:
+    """A kubernetes.io/tls Secret and an Ingress whose TLS section names it (JSON is YAML)."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "secure-tls", "namespace": "shop"},
+        "type": "kubernetes.io/tls",
+        "stringData": {"tls.crt": pair_cert, "tls.key": pair_key},
+    }
+    ingress = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "secure", "namespace": "shop"},
+        "spec": {
+            "tls": [{"hosts": ["secure.shop.example.com"], "secretName": "secure-tls"}],
+            "rules": [
+                {
+                    "host": "secure.shop.example.com",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": "web", "port": {"name": "http"}}},
+                            }
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+    return json.dumps(secret) + "\n---\n" + json.dumps(ingress) + "\n"
+
+
+def over_tls(port: str, host: str, ca_pem: str) -> tuple[bytes, int, str]:
+    """(SHA-256 of the certificate presented for ``host`` by SNI, status, body) of GET /."""
+    context = ssl.create_default_context(cadata=ca_pem)
+    request = f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    with (
+        socket.create_connection(("127.0.0.1", int(port)), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=host) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True) or b""
+        tls.sendall(request)
+        answer = b""
+        while chunk := tls.recv(65536):
+            answer += chunk
+    head, _, body = answer.decode(errors="replace").partition("\r\n\r\n")
+    return hashlib.sha256(der).digest(), int(head.split()[1]), body
 
 
 def wait_for(check, timeout: float = 30):  # type: ignore[no-untyped-def]
@@ -147,12 +203,35 @@ def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
             )
         )
 
+        # spec.tls with a kubernetes.io/tls Secret: an edge route presenting its certificate
+        ca = TestCA()
+        pair = ca.issue("secure.shop.example.com")
+        (tmp_path / "secure.yaml").write_text(secure_docs(pair.cert_pem, pair.key_pem))
+        made = shiftnet("apply", "-f", str(tmp_path / "secure.yaml"))
+        assert made.returncode == 0, made.stderr
+        https_port = env["ROUTER_SERVICE_HTTPS_PORT"]
+
+        def served_over_tls() -> tuple[bytes, int, str] | None:
+            try:
+                got = over_tls(https_port, "secure.shop.example.com", ca.cert_pem)
+            except (OSError, ssl.SSLError):
+                return None
+            return got if got[1] == 200 else None
+
+        fingerprint, _, body = wait_for(served_over_tls)
+        assert fingerprint == pair.fingerprint
+        assert "pod=web-1 ns=shop" in body, body
+        # plain HTTP to that host is redirected, as the generated route says
+        assert status_of(http_port, "secure.shop.example.com", "/") == 302
+
         described = shiftnet("describe", "ingress", "store", "-n", "shop").stdout
         assert f"{names[0].split('/')[1]}  store.shop.example.com/cart  admitted by" in described
 
         gone = shiftnet("delete", "ingress", "store", "-n", "shop")
         assert gone.returncode == 0, gone.stderr
-        wait_for(lambda: not shiftnet("get", "routes", "-n", "shop", "-o", "name").stdout.strip())
+        wait_for(
+            lambda: len(shiftnet("get", "routes", "-n", "shop", "-o", "name").stdout.split()) == 1
+        )
         wait_for(lambda: status_of(http_port, "store.shop.example.com", "/cart/items") == 503)
 
         os.killpg(up.proc.pid, signal.SIGINT)
