@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any
+from typing import Any, cast
 
 from shiftnet.api import Node, Pod
 from shiftnet.api.termination import graceful_deletion
@@ -73,3 +73,20 @@ async def delete_pod(
                 raise
             continue  # changed meanwhile: decide again on the new state
     raise Conflict(Pod.RESOURCE, namespace, name, f"gave up after {ATTEMPTS} attempts")
+
+
+async def remove_stopped(
+    store: Store, namespace: str, name: str, resource_version: str
+) -> dict[str, Any]:
+    """A node agent's last step: the pod's processes are gone, remove this version of it.
+
+    As a kubelet's delete with ``gracePeriodSeconds: 0``: through a Kubernetes
+    API (``kube`` store) a plain delete of a terminating pod would change nothing.
+    """
+    if applies_grace_itself(store):
+        delete = cast(Any, store).delete  # KubeStore.delete takes grace_period_seconds
+        stored: dict[str, Any] = await delete(
+            Pod.RESOURCE, namespace, name, resource_version, grace_period_seconds=0
+        )
+        return stored
+    return await store.delete(Pod.RESOURCE, namespace, name, resource_version)

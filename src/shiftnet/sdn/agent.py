@@ -32,6 +32,7 @@ from shiftnet.errors import (
 )
 from shiftnet.informer import Informers
 from shiftnet.ipam import IPRange
+from shiftnet.pod_deletion import remove_stopped
 from shiftnet.runner import CoalescingRunner
 from shiftnet.sdn import metrics
 from shiftnet.sdn.config import NodeConfig
@@ -412,7 +413,7 @@ class NodeAgent:
                 meta = raw.get("metadata") or {}
                 if meta.get("uid") != uid or not meta.get("deletionTimestamp"):
                     return
-                await self.store.delete(Pod.RESOURCE, ns, name, str(meta.get("resourceVersion")))
+                await remove_stopped(self.store, ns, name, str(meta.get("resourceVersion")))
                 log.info("pod terminated and removed pod=%s/%s", ns, name)
                 return
             except NotFound:

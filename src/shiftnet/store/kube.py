@@ -312,8 +312,16 @@ class KubeStore:
         return written
 
     async def delete(
-        self, resource: str, namespace: str | None, name: str, resource_version: str | None = None
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        resource_version: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
     ) -> dict[str, Any]:
+        """As the protocol says; ``grace_period_seconds`` is passed on (a node agent removes
+        a pod it has stopped with 0, as a kubelet does; the API's default applies without)."""
         res, calls = await self._calls(resource)
         ns = self._namespace(res, namespace)
         call = self._call("delete", res, ns, name)
@@ -325,7 +333,8 @@ class KubeStore:
             if resource_version and str(resource_version) != _rv(current):
                 raise error_for(409, {}, call)
             options = V1DeleteOptions(
-                preconditions=V1Preconditions(uid=meta.get("uid"), resource_version=_rv(current))
+                grace_period_seconds=grace_period_seconds,
+                preconditions=V1Preconditions(uid=meta.get("uid"), resource_version=_rv(current)),
             )
             try:
                 answer = await self._send(call, calls.delete(ns, name, options, **self._opts()))
