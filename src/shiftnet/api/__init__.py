@@ -23,6 +23,7 @@ from shiftnet.api.discovery import (
     EndpointSlice,
     EndpointSlicePort,
 )
+from shiftnet.api.event import Event
 from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.network import ClusterNetwork, ClusterNetworkEntry, HostSubnet
 from shiftnet.api.registry import (
@@ -59,6 +60,7 @@ __all__ = [
     "EndpointSubset",
     "Endpoints",
     "EnvVar",
+    "Event",
     "HostSubnet",
     "Ingress",
     "IngressClass",

@@ -17,6 +17,7 @@ from shiftnet.api.ages import age
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.discovery import EndpointSlice
+from shiftnet.api.event import Event
 from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.network import ClusterNetwork, HostSubnet
 from shiftnet.api.route import Route
@@ -259,6 +260,47 @@ SECRET_COLUMNS = (
         type="integer",
     ),
     AGE,
+)
+
+# ---------------------------------------------------------------- events (as kubectl)
+
+
+def _event(obj: Resource) -> Event:
+    assert isinstance(obj, Event)
+    return obj
+
+
+EVENT_COLUMNS = (
+    Column(
+        "Last Seen",
+        "Time since the event last happened.",
+        lambda o, now: age(_event(o).last_seen(), now),
+    ),
+    Column("Type", "Normal or Warning.", lambda o, now: _event(o).type or ""),
+    Column("Reason", "Why it happened, one word.", lambda o, now: _event(o).reason or ""),
+    Column("Object", "The object it is about (kind/name).", lambda o, now: _event(o).object_text()),
+    Column(
+        "Subobject",
+        "The part of the object it is about (e.g. a container).",
+        lambda o, now: _event(o).involved_object.field_path or "",
+        priority=1,
+    ),
+    Column("Source", "Who recorded it.", lambda o, now: _event(o).source_text(), priority=1),
+    Column("Message", "What happened.", lambda o, now: (_event(o).message or "").strip()),
+    Column(
+        "First Seen",
+        "Time since the event first happened.",
+        lambda o, now: age(_event(o).first_seen(), now),
+        priority=1,
+    ),
+    Column(
+        "Count",
+        "How many times it happened.",
+        lambda o, now: str(_event(o).times_seen()),
+        priority=1,
+        type="integer",
+    ),
+    Column("Name", "The event's name.", _name, priority=1, format="name"),
 )
 
 # ---------------------------------------------------------------- ingresses (as kubectl)
@@ -535,6 +577,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     "endpoints": ENDPOINTS_COLUMNS,
     "endpointslices": ENDPOINTSLICE_COLUMNS,
     "secrets": SECRET_COLUMNS,
+    "events": EVENT_COLUMNS,
     "routes": ROUTE_COLUMNS,
     "ingresses": INGRESS_COLUMNS,
     "ingressclasses": INGRESSCLASS_COLUMNS,

@@ -268,10 +268,15 @@ class Service(Resource):
 
 
 class ObjectReference(Wire):
+    """Enough to find one object: an endpoint's pod, an event's involved object."""
+
     kind: str | None = None
     namespace: str | None = None
     name: str | None = None
     uid: str | None = None
+    api_version: str | None = None
+    resource_version: str | None = None
+    field_path: str | None = None
 
 
 class EndpointAddress(Wire):

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from shiftnet.api.base import Resource
 from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.discovery import EndpointSlice
+from shiftnet.api.event import Event
 from shiftnet.api.fielderrors import quote
 from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.network import ClusterNetwork, HostSubnet
@@ -23,6 +24,7 @@ KINDS: tuple[type[Resource], ...] = (
     Endpoints,
     EndpointSlice,
     Node,
+    Event,
     Secret,
     Route,
     Ingress,

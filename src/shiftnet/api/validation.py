@@ -20,6 +20,8 @@ from shiftnet.api.core import Endpoints, Namespace, Node, Pod, Service
 from shiftnet.api.core_validation import endpoints_errors, node_errors, pod_errors, service_errors
 from shiftnet.api.discovery import EndpointSlice
 from shiftnet.api.discovery_validation import endpoint_slice_errors
+from shiftnet.api.event import Event
+from shiftnet.api.event_validation import event_errors
 from shiftnet.api.fielderrors import FieldError
 from shiftnet.api.ingress import Ingress, IngressClass
 from shiftnet.api.ingress_validation import (
@@ -67,6 +69,7 @@ _SPEC_RULES: dict[type[Resource], Callable[[Any], list[FieldError]]] = {
     Endpoints: endpoints_errors,
     EndpointSlice: endpoint_slice_errors,
     Node: node_errors,
+    Event: event_errors,
     Secret: secret_errors,
     Route: route_spec_errors,
     Ingress: ingress_errors,
