@@ -123,10 +123,18 @@ class ConntrackCleaner:
         self.netns = netns
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ct-{netns or 'host'}")
         self._entered = False
+        self.owed = False  # the last cleanup failed: the next sync cleans in any case
+
+    async def after_sync(self, table: ServiceTable, diff: TableDiff | None) -> int:
+        """Clean when the sync touched a UDP service or the last cleanup failed."""
+        if not (self.owed or worth_cleaning(table, diff)):
+            return 0
+        return await self.clean(table, diff)
 
     async def clean(self, table: ServiceTable, diff: TableDiff | None) -> int:
         """Delete the stale entries; the number deleted. Failures are logged and
-        counted, never raised: the rules are already in place."""
+        counted, never raised (the rules are already in place), and owed: the next
+        sync cleans again whatever it changed."""
         removed = diff.removed if diff is not None else ()
         try:
             deleted = await asyncio.get_running_loop().run_in_executor(
@@ -134,8 +142,10 @@ class ConntrackCleaner:
             )
         except OSError as exc:
             FAILURES.inc()
+            self.owed = True
             log.warning("conntrack cleanup failed netns=%s error=%s", self.netns or "-", exc)
             return 0
+        self.owed = False
         if deleted:
             DELETED.inc(deleted)
             log.info("conntrack entries deleted netns=%s count=%d", self.netns or "-", deleted)

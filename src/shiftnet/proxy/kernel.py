@@ -164,8 +164,7 @@ class KernelProxier:
         self.in_sync = True
         self.last_error = None
         self.last_kind = kind
-        if conntrack.worth_cleaning(table, diff):  # UDP flows stuck on a gone endpoint
-            await self.conntrack.clean(table, diff)
+        await self.conntrack.after_sync(table, diff)  # UDP flows stuck on a gone endpoint
         self.last_apply_seconds = time.perf_counter() - start
         SYNC_SECONDS.labels(self.config.mode, kind).observe(self.last_apply_seconds)
         log.info(

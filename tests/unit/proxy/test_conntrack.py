@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from shiftnet.proxy.conntrack import Flow, stale_flows, worth_cleaning
+from shiftnet.proxy.conntrack import (
+    FAILURES,
+    ConntrackCleaner,
+    Flow,
+    stale_flows,
+    worth_cleaning,
+)
 from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable, TableDiff
 
 
@@ -111,3 +117,22 @@ def test_removed_service_node_port_flows_are_stale() -> None:
     gone = replace(DNS, node_port=30053)
     f = flow("10.0.0.5", 30053, "10.201.1.2")
     assert stale_flows(table(), [f], removed=[gone]) == [f]
+
+
+async def test_a_failed_cleanup_is_owed_to_the_next_sync() -> None:
+    """The cleaner cannot enter a namespace that does not exist: the failure is counted,
+    not raised, and the next sync cleans although it changed only a TCP service."""
+    cleaner = ConntrackCleaner("sn-ct-no-such-netns")
+    tcp = entry("web", "172.30.0.80", 80, ["10.201.2.2"], protocol="TCP")
+    tcp2 = entry("web", "172.30.0.80", 80, ["10.201.3.2"], protocol="TCP")
+    tcp_only = TableDiff(added=(), removed=(), changed=((tcp, tcp2),))
+    try:
+        before = FAILURES._value.get()
+        assert await cleaner.after_sync(table(DNS, tcp2), tcp_only) == 0
+        assert FAILURES._value.get() == before  # nothing UDP changed, nothing owed: no attempt
+        assert await cleaner.after_sync(table(DNS, tcp2), None) == 0
+        assert cleaner.owed and FAILURES._value.get() == before + 1
+        assert await cleaner.after_sync(table(DNS, tcp2), tcp_only) == 0
+        assert FAILURES._value.get() == before + 2  # tried again although only TCP changed
+    finally:
+        cleaner.close()
