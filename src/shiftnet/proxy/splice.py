@@ -81,7 +81,10 @@ class SharedPipe:
         """Read the ``n`` bytes a destination did not take, so the pipe is empty again."""
         out = bytearray()
         while len(out) < n:
-            chunk = os.read(self.r, n - len(out))
+            try:
+                chunk = os.read(self.r, n - len(out))
+            except BlockingIOError:  # emptier than it should be: nothing more to keep
+                break
             if not chunk:
                 break
             out += chunk

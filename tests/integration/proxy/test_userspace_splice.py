@@ -21,6 +21,7 @@ import pytest
 from tests.support.ports import free_port
 from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
 
+from shiftnet.api import Service
 from shiftnet.client import Client
 from shiftnet.proxy import ProxyConfig, ServiceProxy
 from shiftnet.proxy.userspace import TCPService
@@ -172,3 +173,26 @@ async def test_a_relay_holds_only_its_two_sockets_even_when_blocked(env: Env) ->
                 t.abort()
         await wait_until(lambda: not tcp.connections, timeout=10, what="relays closed")
         await wait_until(lambda: fd_count() == before, timeout=10, what="descriptors back")
+
+
+async def test_the_shared_pipe_closes_with_its_last_user(env: Env) -> None:
+    """Opened with the first TCP listener; a removed service's relay that is still
+    running keeps it; closed when that relay ends (no descriptor left behind)."""
+    async with echo_backend(f"127.10.{env.net}.11") as be:
+        before = fd_count()
+        tcp = await env.serve("piped", free_port(env.vip), be)
+        assert tcp.pipe is not None and fd_count() == before + 3  # listener + the pipe's two
+        pipe = tcp.pipe
+        reader, writer = await asyncio.open_connection(env.vip, tcp.entry.port)
+        writer.write(b"a" * (1 << 20))  # large enough to go through the pipe
+        assert await asyncio.wait_for(reader.readexactly(1 << 20), 10) == b"a" * (1 << 20)
+        await env.client.delete(Service, "default", "piped")
+        await wait_until(lambda: tcp.listener is None, what="listener closed")
+        assert pipe.users == 1 and pipe.r >= 0  # the running relay holds it
+        writer.write(b"still\n")
+        assert await asyncio.wait_for(reader.readline(), 5) == b"still\n"
+        writer.close()
+        await writer.wait_closed()
+        await wait_until(lambda: pipe.users == 0, what="the last relay ended")
+        assert pipe.r == -1
+        await wait_until(lambda: fd_count() == before, timeout=5, what="descriptors back")
