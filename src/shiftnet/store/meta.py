@@ -79,13 +79,18 @@ def _body(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def prepare_update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``new`` keeping the identity fields of ``old`` and bumping generation
-    when anything outside metadata and status changed."""
+    """A copy of ``new`` keeping the identity fields of ``old`` (and its deletion marks,
+    when ``new`` has none) and bumping generation when anything outside metadata and
+    status changed."""
     out: dict[str, Any] = json_copy(new)
     meta = out.setdefault("metadata", {})
     old_meta = old.get("metadata") or {}
     for f in ("uid", "creationTimestamp"):
         if f in old_meta:
+            meta[f] = old_meta[f]
+    # a deletion once asked is not undone by writing the object without it (as upstream)
+    for f in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+        if f in old_meta and f not in meta:
             meta[f] = old_meta[f]
     gen = int(old_meta.get("generation") or 1)
     meta["generation"] = gen + 1 if _body(old) != _body(new) else gen
