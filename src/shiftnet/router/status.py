@@ -17,6 +17,7 @@ from typing import Any
 
 from shiftnet.api import Route, RouteIngress
 from shiftnet.client import Client
+from shiftnet.events.recorder import DISCARD, EventSink
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,11 @@ def without_entry(route: Route, router_name: str) -> Route | None:
     return route
 
 
-async def write_status(client: Client, route: Route, desired: RouteIngress) -> bool:
-    """Write ``desired`` into the stored route when it differs; True when written."""
+async def write_status(
+    client: Client, route: Route, desired: RouteIngress, events: EventSink = DISCARD
+) -> bool:
+    """Write ``desired`` into the stored route when it differs; True when written.
+    A route this router does not serve also gets a Warning event saying why."""
     ns, name = route.metadata.namespace, route.metadata.name
     stamp = now_rfc3339()
     written = await client.mutate(Route, ns, name, lambda r: merged(r, desired, stamp))
@@ -90,6 +94,8 @@ async def write_status(client: Client, route: Route, desired: RouteIngress) -> b
             cond.status if cond else "",
             (cond.reason or "") if cond else "",
         )
+        if cond is not None and cond.status == "False":
+            events.warning(written, cond.reason or "NotAdmitted", cond.message or "")
     return written is not None
 
 
