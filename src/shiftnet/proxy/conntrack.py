@@ -15,8 +15,8 @@ source is the service address itself). Entries to a UDP service that was
 removed are deleted too. The next packet then takes the rules afresh.
 
 :func:`stale_flows` is the pure choice; :class:`ConntrackCleaner` reads and
-deletes entries over netlink (pyroute2) on a thread inside the proxy's
-network namespace, since ``setns`` moves only the calling thread.
+deletes entries over ctnetlink (``proxy/ctnetlink.py``) on a thread inside the
+proxy's network namespace, since ``setns`` moves only the calling thread.
 """
 
 from __future__ import annotations
@@ -24,21 +24,23 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-import errno
 import logging
 import os
-import socket
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from prometheus_client import Counter
 
+from shiftnet.proxy.ctnetlink import Ctnetlink, Tuple
 from shiftnet.proxy.model import NODE_PORT_ADDRESS, ServiceEntry, ServiceTable, TableDiff
 
 log = logging.getLogger(__name__)
 
 CLONE_NEWNET = 0x40000000
+# up to this many UDP service addresses, one kernel-filtered dump each; beyond, one
+# dump of all UDP entries (each dump walks the whole table in the kernel)
+FILTERED_DUMPS_UP_TO = 32
 
 DELETED = Counter(
     "shiftnet_proxy_conntrack_deleted_total",
@@ -116,6 +118,19 @@ def stale_flows(
     return sorted(stale)
 
 
+def udp_addresses(
+    table: ServiceTable, removed: Iterable[ServiceEntry] = ()
+) -> list[tuple[str, int]]:
+    """Every address:port of the UDP services (node ports as ``("*", port)``), where
+    the stale flows can be."""
+    found = {
+        (ip, port)
+        for entry in _udp([*table.entries.values(), *removed])
+        for ip, _, port in entry.claims
+    }
+    return sorted(found)
+
+
 class ConntrackCleaner:
     """Deletes stale UDP entries in one network namespace (None: this process's)."""
 
@@ -167,39 +182,25 @@ class ConntrackCleaner:
 
     def _clean(self, table: ServiceTable, removed: tuple[ServiceEntry, ...]) -> int:
         self._enter()
-        from pyroute2 import Conntrack  # imported on first use: kernel modes only
-        from pyroute2.netlink.exceptions import NetlinkError
-        from pyroute2.netlink.nfnetlink.nfctsocket import NFCTAttrTuple
-
-        ct = Conntrack()
+        nl = Ctnetlink()
         try:
-            entries = {}
-            try:
-                for e in ct.dump_entries(tuple_orig=NFCTAttrTuple(proto=socket.IPPROTO_UDP)):
-                    o, r = e.tuple_orig, e.tuple_reply
-                    flow = Flow(o.saddr, o.sport, o.daddr, o.dport, r.saddr, r.sport)
-                    entries[flow] = o
-            except NetlinkError as exc:
-                raise OSError(exc.code, f"listing conntrack entries: {exc}") from None
-            deleted = 0
-            for flow in stale_flows(table, entries, removed):
-                try:
-                    ct.delete(entries[flow])
-                except NetlinkError as exc:
-                    if exc.code == errno.ENOENT:
-                        continue  # expired meanwhile
-                    raise OSError(exc.code, f"deleting {flow}: {exc}") from None
-                deleted += 1
-            return deleted
+            addresses = udp_addresses(table, removed)
+            if len(addresses) > FILTERED_DUMPS_UP_TO:
+                entries = nl.udp_entries()  # one dump of every UDP entry
+            else:  # the kernel picks the entries to each service address
+                entries = [
+                    e
+                    for ip, port in addresses
+                    for e in nl.udp_entries(None if ip == NODE_PORT_ADDRESS else ip, port)
+                ]
+            flows = [Flow(o.src, o.sport, o.dst, o.dport, r.src, r.sport) for o, r in entries]
+            stale = stale_flows(table, flows, removed)
+            nl.delete_udp(
+                [Tuple(f.orig_src, f.orig_sport, f.orig_dst, f.orig_dport) for f in stale]
+            )
+            return len(stale)
         finally:
-            _close(ct)
+            nl.close()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
-
-
-def _close(ct: Any) -> None:
-    try:
-        ct.close()
-    except OSError as exc:  # closing must not hide the result
-        log.debug("conntrack socket close error=%s", exc)

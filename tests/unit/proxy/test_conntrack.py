@@ -9,6 +9,7 @@ from shiftnet.proxy.conntrack import (
     ConntrackCleaner,
     Flow,
     stale_flows,
+    udp_addresses,
     worth_cleaning,
 )
 from shiftnet.proxy.model import Backend, ServiceEntry, ServicePortName, ServiceTable, TableDiff
@@ -136,3 +137,15 @@ async def test_a_failed_cleanup_is_owed_to_the_next_sync() -> None:
         assert FAILURES._value.get() == before + 2  # tried again although only TCP changed
     finally:
         cleaner.close()
+
+
+def test_udp_addresses_are_where_stale_flows_can_be() -> None:
+    ext = replace(DNS, external_ips=("192.0.2.10",), node_port=30053)
+    tcp = entry("web", "172.30.0.80", 80, ["10.201.2.2"], protocol="TCP")
+    old = entry("old", "172.30.0.99", 53, ["10.201.1.2"])
+    assert udp_addresses(table(ext, tcp), [old]) == [
+        ("*", 30053),
+        ("172.30.0.53", 53),
+        ("172.30.0.99", 53),
+        ("192.0.2.10", 53),
+    ]
