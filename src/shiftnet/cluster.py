@@ -90,6 +90,7 @@ class MasterComponent:
             # as `shiftnet master` reads them (docs/master.md)
             node_port_range=os.environ.get("SHIFTNET_SERVICE_NODE_PORT_RANGE") or None,
             load_balancer_range=os.environ.get("SHIFTNET_LOAD_BALANCER_RANGE") or None,
+            event_ttl=os.environ.get("SHIFTNET_EVENT_TTL") or None,
         )
         self.master = Master(cluster.require_store(), self.config)
 

@@ -24,6 +24,7 @@ ENV = {
     "secondary_service_network": "SHIFTNET_SECONDARY_SERVICE_NETWORK",
     "service_node_port_range": "SHIFTNET_SERVICE_NODE_PORT_RANGE",
     "load_balancer_range": "SHIFTNET_LOAD_BALANCER_RANGE",
+    "event_ttl": "SHIFTNET_EVENT_TTL",
 }
 
 
@@ -84,6 +85,13 @@ def register(subparsers: Any) -> None:
         "default: a loopback /24 in local mode, none in sdn mode)",
     )
     p.add_argument(
+        "--event-ttl",
+        metavar="DURATION",
+        default=None,
+        help=f"delete an Event this long after it was last recorded, e.g. 1h, 30m "
+        f"(env {ENV['event_ttl']}; default 1h)",
+    )
+    p.add_argument(
         "--no-scheduler",
         action="store_true",
         help="do not assign unscheduled pods to nodes",
@@ -122,6 +130,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Master
         scheduler=not args.no_scheduler,
         node_port_range=pick("service_node_port_range"),
         load_balancer_range=pick("load_balancer_range"),
+        event_ttl=pick("event_ttl"),
     )
 
 

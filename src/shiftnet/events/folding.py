@@ -52,6 +52,16 @@ def reference(obj: Resource, field_path: str | None = None) -> ObjectReference:
     )
 
 
+def named(cls: type[Resource], namespace: str | None, name: str) -> ObjectReference:
+    """The ``involvedObject`` of an object known only by name (no uid)."""
+    return ObjectReference(
+        kind=cls.KIND,
+        api_version=cls.API_VERSION,
+        namespace=namespace if cls.NAMESPACED else None,
+        name=name,
+    )
+
+
 def key_of(
     ref: ObjectReference, source: EventSource, type_: str, reason: str, message: str
 ) -> EventKey:
@@ -131,6 +141,13 @@ def expired(events: Iterable[Event], now: dt.datetime, ttl: float) -> list[Event
         if seen is not None and (now - seen).total_seconds() > ttl:
             out.append(ev)
     return out
+
+
+def next_expiry(events: Iterable[Event], ttl: float) -> dt.datetime | None:
+    """When the first of ``events`` expires; None when there are none."""
+    seen = [parse_timestamp(ev.last_seen()) for ev in events]
+    known = [t for t in seen if t is not None]
+    return min(known) + dt.timedelta(seconds=ttl) if known else None
 
 
 def by_last_seen(events: Iterable[Event]) -> list[Event]:

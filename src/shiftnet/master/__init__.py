@@ -9,7 +9,10 @@
 * :class:`~shiftnet.master.endpointslices.EndpointSliceController` (EndpointSlices),
 * :class:`~shiftnet.master.ingress.IngressToRouteController` (Routes of Ingresses),
 * :class:`~shiftnet.master.subnets.SubnetAllocator` (ClusterNetwork, HostSubnets),
-* :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional).
+* :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional),
+* :class:`~shiftnet.events.expiry.EventExpiry` (deletes Events older than ``event_ttl``).
+
+The allocators record a Warning Event on a Service or Node they could not serve.
 
 Run exactly one master per cluster: the allocators keep their pools in memory.
 """
@@ -20,6 +23,8 @@ import logging
 
 from shiftnet.api import ClusterNetwork
 from shiftnet.client import Client
+from shiftnet.events.expiry import EventExpiry
+from shiftnet.events.recorder import EventRecorder
 from shiftnet.informer import Informers
 from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
 from shiftnet.master.config import MasterConfig
@@ -53,6 +58,8 @@ class Master:
         self.client = Client(store)
         self._own_informers = informers is None
         self.informers = informers or Informers(store)
+        self.events = EventRecorder(self.client, "master")
+        self.event_expiry = EventExpiry(self.client, self.informers, self.config.event_ttl)
         self.subnets = SubnetAllocator(self.client, self.informers, self.config)
         self.cluster_ips = ClusterIPAllocator(
             self.client,
@@ -77,6 +84,8 @@ class Master:
         self.endpoint_slices = EndpointSliceController(self.client, self.informers)
         self.ingress_routes = IngressToRouteController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
+        for allocator in (self.subnets, self.cluster_ips, self.node_ports):
+            allocator.events = self.events
         self._started = False
 
     async def start(self) -> None:
@@ -87,7 +96,9 @@ class Master:
             self.cluster_ips.use_network(cn.service_network)
         await self._record_secondary_network(cn)
         await self._record_node_port_range(cn)
+        await self.events.start()
         await self.informers.start()
+        await self.event_expiry.start()
         await self.subnets.start()
         await self.cluster_ips.start()
         await self.node_ports.start()
@@ -153,6 +164,8 @@ class Master:
         await self.load_balancers.stop()
         await self.cluster_ips.stop()
         await self.subnets.stop()
+        await self.event_expiry.stop()
+        await self.events.stop()
         if self._own_informers:
             await self.informers.stop()
         self._started = False

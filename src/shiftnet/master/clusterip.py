@@ -32,8 +32,11 @@ import logging
 from collections.abc import Iterable
 
 from shiftnet.api import ClusterNetwork, Service
+from shiftnet.api.core import ObjectReference
 from shiftnet.client import Client
 from shiftnet.errors import AllocationError, Conflict, InvalidAllocation, NotFound
+from shiftnet.events.folding import named
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.ipam import AlreadyAllocated, IPRange, NotInRange, RangeFull
 from shiftnet.master import metrics
@@ -128,6 +131,7 @@ class ClusterIPAllocator:
         )
         self.allocations = 0
         self.errors = 0
+        self.events: EventSink = DISCARD
 
     # ------------------------------------------------------------ pure check for the CLI
 
@@ -440,6 +444,7 @@ class ClusterIPAllocator:
         if outcome["error"]:
             self.errors += 1
             metrics.CLUSTER_IP_ERRORS.inc()
+            self.events.warning(self._service(key), "ClusterIPNotAllocated", str(outcome["error"]))
             log.warning(
                 "cluster IP not allocated service=%s/%s error=%s",
                 key[0],
@@ -448,6 +453,9 @@ class ClusterIPAllocator:
             )
         else:
             log.info("cluster IP allocated service=%s/%s ip=%s", key[0], key[1], outcome["ip"])
+
+    def _service(self, key: Key) -> Service | ObjectReference:
+        return self.informer.get(*key) or named(Service, *key)
 
     async def _gone(self, key: Key) -> bool:
         """After a write found nothing: release what the decision may have taken."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from shiftnet.errors import AllocationError, ConfigError
 from shiftnet.ipam import IPNetwork, IPRange, SubnetRange
 from shiftnet.master.service_ranges import PortRange, local_load_balancer_range
+from shiftnet.router.durations import parse_duration_ms
 
 NETWORK_MODES = ("local", "sdn")
 
@@ -42,6 +43,7 @@ class MasterConfig:
     node_port_range: str = "30000-32767"  # kube-apiserver's --service-node-port-range
     # the built-in LoadBalancer address pool (CIDR); None: LoadBalancer Services stay pending
     load_balancer_range: str | None = None
+    event_ttl: float = 3600.0  # seconds an Event lives after its last write (--event-ttl)
 
     @classmethod
     def build(
@@ -56,6 +58,7 @@ class MasterConfig:
         workers: int = 8,
         node_port_range: str | None = None,
         load_balancer_range: str | None = None,
+        event_ttl: str | None = None,
     ) -> MasterConfig:
         """Defaults of ``network_mode`` for what is not given; ConfigError when invalid."""
         mode = network_mode or "local"
@@ -75,6 +78,7 @@ class MasterConfig:
             node_port_range=node_port_range or "30000-32767",
             load_balancer_range=load_balancer_range
             or (local_load_balancer_range(service_network or sn) if mode == "local" else None),
+            event_ttl=parse_event_ttl(event_ttl) if event_ttl else 3600.0,
         )
         cfg.check()
         return cfg
@@ -108,6 +112,8 @@ class MasterConfig:
                     f"load balancer range {pool} overlaps the service network {service} or "
                     f"the cluster network {cluster}"
                 )
+        if self.event_ttl <= 0:
+            raise ConfigError(f"event TTL must be more than 0 seconds, not {self.event_ttl:g}")
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
 
@@ -137,3 +143,11 @@ class MasterConfig:
                 f"secondary service network {second} overlaps cluster network {cluster}: "
                 "a ClusterIP could equal a pod IP"
             )
+
+
+def parse_event_ttl(text: str) -> float:
+    """Seconds for ``--event-ttl`` (``1h``, ``30m``, ``90s``, or a bare number of seconds)."""
+    ms = parse_duration_ms(text, bare_unit="s")
+    if ms is None or ms <= 0:
+        raise ConfigError(f'event TTL "{text}" is invalid: give a duration such as 1h, 30m or 90s')
+    return ms / 1000.0

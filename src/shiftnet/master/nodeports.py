@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from shiftnet.api import Service, ServicePort
 from shiftnet.client import Client
 from shiftnet.errors import Conflict, InvalidAllocation, NotFound
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.ipam import SlotPool
 from shiftnet.master.service_ranges import DEFAULT_NODE_PORT_RANGE, PortRange
@@ -137,6 +138,7 @@ class NodePortAllocator:
         )
         self.allocations = 0
         self.errors = 0
+        self.events: EventSink = DISCARD
 
     # ------------------------------------------------------------ pure check for the CLI
 
@@ -308,6 +310,7 @@ class NodePortAllocator:
         if error:
             self.errors += 1
             log.warning("node port not allocated service=%s/%s error=%s", key[0], key[1], error)
+            self.events.warning(svc, "PortNotAllocated", error)
             return
         ports = ",".join(str(p.node_port) for p in svc.spec.ports if p.node_port)
         log.info("node ports allocated service=%s/%s ports=%s", key[0], key[1], ports or "none")

@@ -27,6 +27,7 @@ from shiftnet.api import ClusterNetwork, ClusterNetworkEntry, HostSubnet, Node
 from shiftnet.api.base import Condition, ObjectMeta
 from shiftnet.client import Client
 from shiftnet.errors import AllocationError, AlreadyExists, NotFound
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.ipam import RangeFull, SubnetRange
 from shiftnet.master import metrics
@@ -118,6 +119,7 @@ class SubnetAllocator:
         )
         self.allocations = 0
         self.exhausted = 0
+        self.events: EventSink = DISCARD
 
     # ------------------------------------------------------------ lifecycle
 
@@ -336,6 +338,7 @@ class SubnetAllocator:
         self.exhausted += 1
         metrics.SUBNETS_EXHAUSTED.inc()
         log.warning("host subnet not allocated node=%s error=%s", node.name, msg)
+        self.events.warning(node, REASON_EXHAUSTED, msg)
         await self.client.mutate(
             Node,
             None,

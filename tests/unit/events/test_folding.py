@@ -15,6 +15,7 @@ from shiftnet.events.folding import (
     folded,
     key_of,
     new_event,
+    next_expiry,
     reference,
 )
 
@@ -121,3 +122,11 @@ def test_about_picks_one_objects_events_newest_last() -> None:
     )
     assert about([second, other, first, before], web) == [first, second]
     assert by_last_seen([second, first]) == [first, second]
+
+
+def test_next_expiry_is_the_oldest_last_seen_plus_the_ttl() -> None:
+    a = new_event(reference(route("a")), ROUTER, "Warning", "X", "m", count=1, first=T0, last=T0)
+    later = T0 + dt.timedelta(minutes=5)
+    b = new_event(reference(route("b")), ROUTER, "Warning", "X", "m", count=1, first=T0, last=later)
+    assert next_expiry([b, a], 60) == T0 + dt.timedelta(seconds=60)
+    assert next_expiry([], 60) is None
