@@ -8,29 +8,33 @@ answer is 404 ``namespaces "nope" not found``; with one whose ``status.phase`` i
 Only creates are checked, as upstream: reads, updates and deletes of objects
 already in a namespace go on.
 
-The Namespaces come from an informer, so a create in a known namespace costs no
-store read; a namespace the informer has not seen (not synced yet, or created a
-moment ago) is read from the store before the create is refused.
+A namespace that was found is remembered for ``FRESH_FOR`` seconds, so a burst
+of creates reads it once, and the server keeps no watch of its own (an idle
+server does not poll the store). Writes of a Namespace through this server
+forget it at once; a Namespace deleted or changed behind the server's back (by
+``shiftnet apply``/``delete`` on the store) counts within ``FRESH_FOR``, as
+upstream's own admission follows Namespaces through a cache that lags too.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from shiftnet.api import Namespace
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import StatusError
-from shiftnet.errors import NotFound, ShiftnetError, StoreUnavailable
-from shiftnet.informer import Informer
+from shiftnet.errors import NotFound, StoreUnavailable
 from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
 
 ALWAYS_PRESENT = frozenset({"default"})  # upstream's apiserver creates it and never lets it go
 TERMINATING = "Terminating"
+FRESH_FOR = 1.0  # seconds a namespace read stays good for admitting creates
+MAX_REMEMBERED = 1_024  # namespaces remembered at once; past that the memory starts over
 
 
 def namespace_not_found(namespace: str) -> StatusError:
@@ -62,67 +66,53 @@ def namespace_terminating(info: ResourceInfo, name: str, namespace: str) -> Stat
     )
 
 
-def _terminating(raw: dict[str, Any]) -> bool:
+def is_terminating(raw: dict[str, Any]) -> bool:
     meta = raw.get("metadata") or {}
-    return (
-        bool(meta.get("deletionTimestamp")) or (raw.get("status") or {}).get("phase") == TERMINATING
-    )
+    phase = (raw.get("status") or {}).get("phase")
+    return bool(meta.get("deletionTimestamp")) or phase == TERMINATING
 
 
 class NamespaceLifecycle:
     """Admits or refuses a create by the state of its namespace (see the module)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
-        self._informer: Informer[Namespace] = Informer(store, Namespace)
-        self._starting: asyncio.Task[None] | None = None
+        self._clock = clock
+        self._seen: dict[str, tuple[float, bool]] = {}  # name -> (read at, terminating)
 
-    async def _start(self) -> None:
+    def forget(self, namespace: str) -> None:
+        """This server wrote the Namespace: the next create reads it again."""
+        self._seen.pop(namespace, None)
+
+    async def _read(self, info: ResourceInfo, namespace: str) -> bool:
+        """Whether ``namespace`` is terminating, read from the store; 404 when it is gone."""
         try:
-            await self._informer.start()
-        except (ShiftnetError, OSError) as err:  # creates read the store until a retry works
-            log.warning("namespace informer did not start error=%s", err)
-
-    def _cached(self, namespace: str) -> Namespace | None:
-        if self._starting is None or (self._starting.done() and not self._informer.synced):
-            # Started on the first create, in the background: that create reads the store.
-            self._starting = asyncio.get_running_loop().create_task(
-                self._start(), name="apiserver-namespaces"
+            raw = await self.store.get(Namespace.RESOURCE, None, namespace)
+        except NotFound:
+            self._seen.pop(namespace, None)
+            log.info(
+                "create refused resource=%s namespace=%s reason=namespace-not-found",
+                info.plural,
+                namespace,
             )
-        if not self._informer.synced:
-            return None
-        return self._informer.get(None, namespace)
+            raise namespace_not_found(namespace) from None
+        except StoreUnavailable as err:
+            raise StatusError(503, "ServiceUnavailable", str(err)) from None
+        return is_terminating(raw)
 
     async def admit_create(self, info: ResourceInfo, namespace: str | None, name: str) -> None:
         """Return when ``info``'s object may be created in ``namespace``; else the
         ``StatusError`` upstream answers with."""
         if not info.namespaced or namespace is None or namespace in ALWAYS_PRESENT:
             return
-        cached = self._cached(namespace)
-        if cached is not None:
-            raw: dict[str, Any] = {
-                "metadata": {"deletionTimestamp": cached.metadata.deletion_timestamp},
-                "status": {"phase": cached.status.phase},
-            }
+        now = self._clock()
+        seen = self._seen.get(namespace)
+        if seen is not None and now - seen[0] <= FRESH_FOR:
+            terminating = seen[1]
         else:
-            try:
-                raw = await self.store.get(Namespace.RESOURCE, None, namespace)
-            except NotFound:
-                log.info(
-                    "create refused resource=%s namespace=%s reason=namespace-not-found",
-                    info.plural,
-                    namespace,
-                )
-                raise namespace_not_found(namespace) from None
-            except StoreUnavailable as err:
-                raise StatusError(503, "ServiceUnavailable", str(err)) from None
-        if _terminating(raw):
+            terminating = await self._read(info, namespace)
+            if len(self._seen) >= MAX_REMEMBERED:
+                self._seen.clear()
+            self._seen[namespace] = (now, terminating)
+        if terminating:
             raise namespace_terminating(info, name, namespace)
-
-    async def close(self) -> None:
-        if self._starting is not None:
-            self._starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._starting
-            self._starting = None
-        await self._informer.stop()

@@ -58,7 +58,6 @@ def build_app(
 
     async def end_watches(_: web.Application) -> None:
         await api.watches.close()
-        await api.verbs.close()
 
     app.on_cleanup.append(end_watches)
     return app

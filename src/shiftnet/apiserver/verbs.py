@@ -185,9 +185,6 @@ class Verbs:
         self.client = Client(store)
         self.namespaces = NamespaceLifecycle(store)
 
-    async def close(self) -> None:
-        await self.namespaces.close()
-
     async def _call(self, info: ResourceInfo, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         try:
             return await fn()
@@ -344,6 +341,8 @@ class Verbs:
         if dry_run:
             return out_object(with_revision(new, int(meta.get("resourceVersion") or 0)))
         updated = await self._call(info, name, lambda: self.store.update(info.plural, new))
+        if info.plural == "namespaces":
+            self.namespaces.forget(name)
         log.info("updated resource=%s name=%s", info.plural, name)
         return out_object(updated)
 
@@ -409,6 +408,8 @@ class Verbs:
         gone = await self._call(
             info, name, lambda: self.store.delete(info.plural, namespace, name, resource_version)
         )
+        if info.plural == "namespaces":
+            self.namespaces.forget(name)
         log.info("deleted resource=%s namespace=%s name=%s", info.plural, namespace, name)
         return out_object(gone)
 
