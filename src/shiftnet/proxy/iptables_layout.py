@@ -3,12 +3,13 @@
 Per service port (``<h>`` is 16 base32 characters of a hash of its name):
 
 * ``KUBE-SVC-<h>`` spreads new connections over all ready endpoints
-  (``-m recent --rcheck`` rules first with ClientIP affinity, then
-  ``statistic`` random with probability 1/(n-i), or nth for round robin);
-  ``KUBE-SVL-<h>`` does the same over the endpoints on this node (only when
-  a ``Local`` traffic policy needs it);
-* ``KUBE-SEP-<h>`` per endpoint: marks hairpin traffic for masquerade,
-  records the client with affinity (``recent --set``) and DNATs;
+  (``statistic`` random with probability 1/(n-i), or nth for round robin)
+  and DNATs; traffic from one of the endpoints is marked for masquerade
+  first (hairpin); ``KUBE-SVL-<h>`` does the same over the endpoints on this
+  node (only when a ``Local`` traffic policy needs it);
+* with ClientIP affinity, as kube-proxy: ``-m recent --rcheck`` rules, then
+  the spread, jump to a ``KUBE-SEP-<h>`` per endpoint that marks hairpin
+  traffic, records the client (``recent --set``) and DNATs;
 * ``KUBE-EXT-<h>`` for node port, external IP and load-balancer traffic:
   with ``externalTrafficPolicy: Cluster`` it marks for masquerade and jumps to
   the SVC chain; with ``Local`` only traffic from this node (and from the
@@ -23,6 +24,14 @@ service rewrites only its /24's chain, never the whole dispatch list.
 Rules in dispatch chains carry the service port's name as a comment; the
 per-service chains carry none (kube-proxy drops them in large clusters too:
 a comment match is 256 bytes of kernel memory per rule).
+
+A second difference: without affinity there is no chain per endpoint, so
+10,000 services of 10 endpoints make 10,000 chains instead of 110,000.
+Every iptables-nft transaction costs the kernel about a microsecond per
+chain of the table (an endpoint change took 110 ms of kernel time at
+110,000 chains, with or without jumps in it), and a legacy restore copies
+the whole table. The price: a pod reaching its own service is masqueraded
+whichever endpoint it lands on, not only when it lands on itself.
 
 filter ``KUBE-SERVICES`` has the same dispatch and rejects traffic to a
 service without endpoints (or drops it when only a ``Local`` policy leaves
@@ -123,19 +132,28 @@ def sep_chain(entry: ServiceEntry, backend: Backend) -> str:
     return f"KUBE-SEP-{endpoint_hash(entry, backend)}"
 
 
+def _pick(i: int, n: int, spread: str) -> Statistic | None:
+    """The i-th of n endpoints takes 1/(n-i) of what the earlier ones left (the last: all)."""
+    if i == n - 1:
+        return None
+    if spread == "roundrobin":
+        return Statistic(every=n - i)
+    return Statistic(probability=1 / (n - i))
+
+
 def _spread(name: str, entry: ServiceEntry, backends: tuple[Backend, ...], spread: str) -> Chain:
-    seps = [sep_chain(entry, b) for b in backends]
+    n = len(backends)
     rules: list[Rule] = []
-    if entry.affinity:
+    if entry.affinity:  # per-endpoint chains: each records and checks its own clients
+        seps = [sep_chain(entry, b) for b in backends]
         rules += [Rule(Jump(s), recent=Recent(s, entry.affinity_timeout)) for s in seps]
-    n = len(seps)
-    for i, sep in enumerate(seps):
-        if i == n - 1:
-            rules.append(Rule(Jump(sep)))
-        elif spread == "roundrobin":
-            rules.append(Rule(Jump(sep), statistic=Statistic(every=n - i)))
-        else:
-            rules.append(Rule(Jump(sep), statistic=Statistic(probability=1 / (n - i))))
+        rules += [Rule(Jump(sep), statistic=_pick(i, n, spread)) for i, sep in enumerate(seps)]
+    else:  # DNAT right here: no chain per endpoint (see the module docstring)
+        rules += [Rule(Jump(MARK_MASQ), source=b.ip) for b in backends]
+        rules += [
+            Rule(Dnat(b.ip, b.port), protocol=entry.protocol, statistic=_pick(i, n, spread))
+            for i, b in enumerate(backends)
+        ]
     return Chain(NAT, name, tuple(rules))
 
 
@@ -173,7 +191,7 @@ def describe(entry: ServiceEntry, config: IptConfig) -> EntryRules:
     chains: dict[str, Chain] = {}
     if entry.backends:
         chains[svc] = _spread(svc, entry, entry.backends, config.spread)
-        for backend in entry.backends:
+        for backend in entry.backends if entry.affinity else ():
             sep = _endpoint(entry, backend)
             chains[sep.name] = sep
     external = entry.external_vips

@@ -136,7 +136,11 @@ async def test_partial_sync_leaves_other_services_traffic_alone(env) -> None:  #
 
 async def test_stale_chains_are_deleted(env) -> None:  # type: ignore[no-untyped-def]
     topo, proxy, backend = env["topo"], env["proxy"], env["backend"]
+    before = proxy.syncs
+    await put(env["client"], service("b", VIP_B, 80, affinity_timeout=60))  # chains per endpoint
+    await applied(proxy, before)
     entry = proxy.table.for_service("default", "b")[0]
+    assert entry.affinity
     svc = iptables.svc_chain(entry)
     seps = {b.ip: iptables.sep_chain(entry, b) for b in entry.backends}
     before = proxy.syncs

@@ -105,26 +105,33 @@ def chain_names(text: str) -> set[str]:
     return {line[1:].split()[0] for line in text.splitlines() if line.startswith(":")}
 
 
-def test_endpoint_change_writes_only_that_services_chains() -> None:
+def test_endpoint_change_writes_only_that_services_chain() -> None:
     c = Cluster(60)
     svc = iptables.svc_chain(c.changes.table.for_service("default", "s7")[0])
-    old = {
-        iptables.sep_chain(e, b)
-        for e in c.changes.table.for_service("default", "s7")
-        for b in e.backends
-    }
     c.eps[("default", "s7")] = endpoints("s7", [("10.1.7.1", 8080), ("10.1.7.9", 8080)])
     text = c.change("s7")
-    entry = c.changes.table.for_service("default", "s7")[0]
-    new_sep = iptables.sep_chain(entry, entry.backends[1])
-    gone = old - {iptables.sep_chain(entry, b) for b in entry.backends}
     assert text.startswith("*nat\n") and "*filter" not in text
-    # the service chain (its spread changed), the new endpoint's chain, the removed ones
-    assert chain_names(text) == {svc, new_sep, *gone}
-    assert {line[3:] for line in text.splitlines() if line.startswith("-X ")} == gone
+    assert chain_names(text) == {svc} and "\n-X " not in text  # no chain per endpoint
     assert "KUBE-SERVICES" not in text and "KUBE-DST-" not in text
     assert "10.1.7.9:8080" in text and "10.1.8." not in text  # nothing of other services
-    assert len(text.splitlines()) <= 12
+    assert len(text.splitlines()) <= 8
+    assert c.kernel.chains == c.full_equivalent()
+
+
+def test_affinity_endpoint_change_replaces_endpoint_chains() -> None:
+    c = Cluster(10)
+    c.svcs[("default", "s3")] = service("s3", "172.30.0.4", 80, affinity_timeout=60)
+    c.change("s3")
+    entry = c.changes.table.for_service("default", "s3")[0]
+    old = {iptables.sep_chain(entry, b) for b in entry.backends}
+    c.eps[("default", "s3")] = endpoints("s3", [("10.1.3.1", 8080), ("10.1.3.9", 8080)])
+    text = c.change("s3")
+    entry = c.changes.table.for_service("default", "s3")[0]
+    new_sep = iptables.sep_chain(entry, entry.backends[1])
+    gone = old - {iptables.sep_chain(entry, b) for b in entry.backends}
+    assert chain_names(text) == {iptables.svc_chain(entry), new_sep, *gone}
+    assert {line[3:] for line in text.splitlines() if line.startswith("-X ")} == gone
+    assert "--rcheck --seconds 60 --reap" in text and "--set" in text
     assert c.kernel.chains == c.full_equivalent()
 
 
@@ -141,7 +148,7 @@ def test_new_service_rewrites_only_its_dispatch_chain() -> None:
     dst = [n for n in chain_names(text) if n.startswith("KUBE-DST-")]
     assert len(dst) == 1 and "KUBE-SERVICES" not in chain_names(text)
     # the /24's chain lists every service there: 10 of the old ones and the new one
-    assert text.count("-j KUBE-SVC-") == 11 and text.count("-j KUBE-SEP-") == 1
+    assert text.count("-j KUBE-SVC-") == 11 and text.count("-j DNAT") == 1
     assert c.kernel.chains == c.full_equivalent()
 
 
@@ -164,7 +171,7 @@ def test_losing_all_endpoints_moves_the_service_to_reject() -> None:
     text = c.change("s2")
     assert "*filter" in text and "-j REJECT --reject-with icmp-port-unreachable" in text
     assert '"default/s2:main/TCP has no endpoints"' in text
-    assert text.count("-X KUBE-SEP-") == 3 and "-X KUBE-SVC-" in text
+    assert "-X KUBE-SVC-" in text
     assert c.kernel.chains == c.full_equivalent()
     c.eps[("default", "s2")] = endpoints("s2", [("10.1.2.1", 8080)])
     c.change("s2")

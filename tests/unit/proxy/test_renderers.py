@@ -78,7 +78,7 @@ def test_iptables_layout_like_kube_proxy() -> None:
     assert "--mode random --probability 0.33333333333" in text
     assert "--mode random --probability 0.50000000000" in text
     assert "-j DNAT --to-destination 10.1.0.1:8080" in text
-    assert len(owned) == 5  # 1 KUBE-SVC + 3 KUBE-SEP + the dispatch chain of 172.30.0.0/24
+    assert len(owned) == 2  # KUBE-SVC (no KUBE-SEP without affinity) + the /24's dispatch
     prefixes = ("KUBE-SVC-", "KUBE-SEP-", "KUBE-DST-")
     assert all(c.startswith(prefixes) and len(c) <= 28 for c in owned)
 
