@@ -1,0 +1,105 @@
+"""``shiftnet diagnose``: walk what must hold for a Route (or a Service) to work.
+
+``diagnose route NAME -n NS``, ``diagnose https://host[:port]/path`` (the
+route found the way the router's lookup finds it) and ``diagnose service
+NAME -n NS`` print one line per check, ✓ or ✗, what was found and, for a ✗,
+the fix; ``--json`` prints the same as one JSON object. The exit status is
+0 only when every check passes. The checks live in ``shiftnet.diagnose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from shiftnet.cli.objects import DEFAULT_NAMESPACE
+from shiftnet.cli.runtime import client_from_args, run_async
+from shiftnet.diagnose.result import Report
+from shiftnet.errors import InvalidInput
+
+KINDS = ("route", "routes", "service", "services", "svc")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "diagnose",
+        help="check, in order, what must hold for a route or service to work",
+        description="Check what must hold for a Route to work (the client's host and port, "
+        "DNS, the path to HAProxy, admission, the rendered and the running configuration, "
+        "the pods, a real request) or a Service (ClusterIP, endpoints, proxy rules, DNS, "
+        "a real connection). Exit status 0 only when every check passes.",
+    )
+    p.add_argument(
+        "what",
+        metavar="route|service|URL",
+        help="`route`, `service`, or a URL such as https://app.example.com:8443/path",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="the route's or service's name")
+    p.add_argument("-n", "--namespace", help="namespace (default: default)")
+    p.add_argument(
+        "--resolve",
+        metavar="HOST:PORT:ADDR",
+        help="as curl's --resolve: the client reaches HOST at ADDR without asking DNS",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+async def _route_report(args: argparse.Namespace) -> Report:
+    from shiftnet.api import Route
+    from shiftnet.diagnose.gather_route import (
+        find_by_url,
+        gather_route,
+        parse_resolve,
+        parse_url,
+        route_target,
+    )
+    from shiftnet.diagnose.route_checks import diagnose_route
+
+    async with client_from_args(args) as client:
+        if args.what in ("route", "routes"):
+            if not args.name:
+                raise InvalidInput("diagnose route needs a NAME")
+            ns = args.namespace or DEFAULT_NAMESPACE
+            route = await client.get(Route, ns, args.name)
+            target = route_target(route)
+        else:
+            if args.name:
+                raise InvalidInput("diagnose URL takes no NAME")
+            target = parse_url(args.what)
+            route = await find_by_url(client, target)
+        target = parse_resolve(args.resolve, target)
+        facts = await gather_route(client, route, target, Path(args.state_dir))
+    return diagnose_route(facts)
+
+
+async def _service_report(args: argparse.Namespace) -> Report:
+    from shiftnet.diagnose.gather_service import gather_service
+    from shiftnet.diagnose.service_checks import diagnose_service
+
+    if not args.name:
+        raise InvalidInput("diagnose service needs a NAME")
+    ns = args.namespace or DEFAULT_NAMESPACE
+    async with client_from_args(args) as client:
+        facts = await gather_service(client, ns, args.name, Path(args.state_dir))
+    return diagnose_service(facts)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.what in ("service", "services", "svc"):
+        result = run_async(lambda: _service_report(args))
+    elif args.what in ("route", "routes") or "://" in args.what:
+        result = run_async(lambda: _route_report(args))
+    else:
+        raise InvalidInput(
+            f"diagnose: {args.what!r} is neither `route`, `service` nor an http(s):// URL"
+        )
+    if isinstance(result, int):
+        return result
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(result.lines()))
+    return 0 if result.ok else 1

@@ -1,0 +1,114 @@
+"""What one router running from this state directory serves, read from its sources.
+
+Why each source: ``run/backends.json`` and ``run/aliases.json`` are the
+router's own record of which backend serves which route (``describe route``
+reads them too); the map files in ``conf/`` are what it rendered; HAProxy's
+runtime API (``show map``, ``show servers state``) is what actually runs;
+the pid file and master socket tell whether HAProxy runs at all; the
+``reload-owed`` marker (written by the driver) since when runtime changes
+wait for a reload.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from shiftnet.diagnose.listeners import HTTP_FRONTEND, HTTPS_FRONTEND, frontend_binds
+from shiftnet.diagnose.route_facts import RouterView, ServerView
+from shiftnet.diagnose.route_lookup import lookup_text, map_lookup
+from shiftnet.router.describe import BACKENDS_INDEX
+from shiftnet.router.haproxy.names import ADMIN_SOCKET, ALIASES_INDEX, CONFIG_FILE
+from shiftnet.router.haproxy.process import HAProxyProcess, socket_dir
+from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
+
+log = logging.getLogger(__name__)
+
+RELOAD_OWED_MARKER = "reload-owed"  # the driver's marker in the router's work directory
+ROUTER_DIR_PREFIX = "router-"
+
+
+def router_dirs(state_dir: Path) -> dict[str, Path]:
+    """Router name -> work directory, for every router that rendered a configuration here."""
+    out: dict[str, Path] = {}
+    if not state_dir.is_dir():
+        return out
+    for path in sorted(state_dir.glob(ROUTER_DIR_PREFIX + "*")):
+        if (path / "conf" / CONFIG_FILE).is_file():
+            out[path.name[len(ROUTER_DIR_PREFIX) :]] = path
+    return out
+
+
+def _json(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _map_file(path: Path) -> dict[str, str]:
+    entries: dict[str, str] = {}
+    try:
+        text = path.read_text()
+    except OSError:
+        return entries
+    for line in text.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and not line.startswith("#"):
+            entries[parts[0]] = parts[1].strip()
+    return entries
+
+
+async def router_view(
+    name: str, work: Path, route_key: str, map_name: str, host: str, path: str
+) -> RouterView:
+    """One router's view of one route and one request (``map_name``: the map it consults)."""
+    conf = work / "conf"
+    try:
+        binds = frontend_binds((conf / CONFIG_FILE).read_text())
+    except OSError:
+        binds = {}
+    backends_index = _json(work / "run" / BACKENDS_INDEX)
+    raw_backends = backends_index.get(route_key, [])
+    backends = tuple(str(b) for b in raw_backends) if isinstance(raw_backends, list) else ()
+    aliases = {str(k): str(v) for k, v in _json(work / "run" / ALIASES_INDEX).items()}
+    rendered = map_lookup(map_name, _map_file(conf / map_name), host, path)
+    process = HAProxyProcess(work)
+    master_running = process.alive()
+    api = RuntimeAPI(socket_dir(work) / ADMIN_SOCKET, timeout=3.0)
+    running: str | None = None
+    servers: tuple[ServerView, ...] | None = None
+    if master_running:
+        try:
+            running = map_lookup(map_name, await api.show_map(map_name), host, path)
+            if running:
+                states = await api.show_servers_state()
+                servers = tuple(
+                    ServerView(s.server, s.address, s.port, s.up, s.in_maintenance)
+                    for s in states
+                    if s.backend == running and not s.in_maintenance
+                )
+        except RuntimeAPIError as err:
+            log.debug("router=%s runtime api error=%s", name, err)
+            running = None
+    owed: float | None = None
+    try:
+        owed = max(0.0, time.time() - (work / RELOAD_OWED_MARKER).stat().st_mtime)
+    except OSError:
+        owed = None
+    return RouterView(
+        name=name,
+        http_bind=binds.get(HTTP_FRONTEND),
+        https_bind=binds.get(HTTPS_FRONTEND),
+        lookup=f"{map_name} key {lookup_text(map_name, host, path)}",
+        rendered=rendered,
+        running=running,
+        route_backends=backends,
+        aliases=aliases,
+        servers=servers,
+        master_running=master_running,
+        reload_owed_seconds=owed,
+    )
