@@ -39,6 +39,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "shiftnet.cli.router",
     "shiftnet.cli.lab",
     "shiftnet.cli.apiserver",
+    "shiftnet.cli.diagnose",
 )
 
 log = logging.getLogger(__name__)
