@@ -30,6 +30,7 @@ from shiftnet.errors import (
     NotFound,
     ShiftnetError,
 )
+from shiftnet.events.recorder import EventRecorder
 from shiftnet.informer import Informers
 from shiftnet.ipam import IPRange
 from shiftnet.pod_deletion import remove_stopped
@@ -63,6 +64,7 @@ class NodeAgent:
         self.store = store
         self.config = config
         self.client = Client(store)
+        self.events = EventRecorder(self.client, "node", host=config.node_name)
         self._own_informers = informers is None
         self.informers = informers or Informers(store)
         self.pods = self.informers.informer(Pod)
@@ -105,6 +107,7 @@ class NodeAgent:
     async def start(self) -> None:
         self.config.node_dir.mkdir(parents=True, exist_ok=True)
         self._adoptable = self._scan_pid_records()
+        await self.events.start()
         await self._register()
         self.pods.add_handler(self._on_pod)
         self.subnets.add_handler(self._on_subnet)
@@ -144,6 +147,7 @@ class NodeAgent:
         if kill:
             await self._report_stopped()
         self.runners.clear()
+        await self.events.stop()
         if self._own_informers:
             await self.informers.stop()
         if self._started:
@@ -450,7 +454,13 @@ class NodeAgent:
             return
         try:
             runner = PodRunner(
-                pod, ip, self.config, self._sync.kick, adopt, command=self.network.command
+                pod,
+                ip,
+                self.config,
+                self._sync.kick,
+                adopt,
+                command=self.network.command,
+                events=self.events,
             )
         except InvalidObject as err:
             if self.ips is not None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shiftnet.api import Container
-from shiftnet.api.core import ContainerStatus
+from shiftnet.api.core import ContainerStatus, ObjectReference
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.sdn import metrics
 from shiftnet.sdn.environment import container_argv, container_env
 from shiftnet.sdn.pidfiles import ContainerRecord, remove_record, write_record
@@ -83,6 +84,18 @@ class PodContext:
     command: Callable[[list[str]], list[str]] | None = None
     # wraps argv so it sees the pod's resolv.conf, hosts and hostname (sdn/podetc.py)
     etc: Callable[[list[str]], list[str]] | None = None
+    events: EventSink = DISCARD  # the node agent's recorder (BackOff, Unhealthy, ...)
+
+    def container_ref(self, container: str) -> ObjectReference:
+        """The pod as an event's ``involvedObject``, pointing at one container."""
+        return ObjectReference(
+            kind="Pod",
+            api_version="v1",
+            namespace=self.namespace,
+            name=self.name,
+            uid=self.uid or None,
+            field_path=f"spec.containers{{{container}}}",
+        )
 
     def wrap(self, argv: list[str]) -> list[str]:
         if argv and self.etc is not None:
@@ -258,6 +271,9 @@ class ContainerRunner:
                     }
                 }
                 self._changed()
+                self._event(
+                    "Warning", "BackOff", f"Back-off restarting failed container {self.name}"
+                )
                 await asyncio.sleep(delay)
             self.restart_count += 1
             self.exit_code = None
@@ -283,6 +299,9 @@ class ContainerRunner:
         self._age_at_adoption = _seconds_since(rec.started_at)
         self._changed()
         return proc
+
+    def _event(self, type_: str, reason: str, message: str) -> None:
+        self.ctx.events.record(self.ctx.container_ref(self.name), type_, reason, message)
 
     def _spawn(self) -> PodProcess | None:
         if not self.argv:
@@ -352,6 +371,7 @@ class ContainerRunner:
             self.ctx.pod_ip,
         )
         self._changed()
+        self._event("Normal", "Started", f"Started container {self.name}")
         return proc
 
     # ------------------------------------------------------------ readiness
@@ -386,6 +406,8 @@ class ContainerRunner:
                 probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd, self.ctx.wrap
             )
             failures = 0 if result.ok else failures + 1
+            if not result.ok:
+                self._event("Warning", "Unhealthy", f"Liveness probe failed: {result.message}")
             if failures >= threshold:
                 log.warning(
                     "liveness probe failed, restarting pod=%s/%s container=%s message=%s",
@@ -395,6 +417,8 @@ class ContainerRunner:
                     result.message,
                 )
                 metrics.LIVENESS_KILLS.inc()
+                msg = f"Container {self.name} failed liveness probe, will be restarted"
+                self._event("Normal", "Killing", msg)
                 await proc.terminate(self.ctx.grace)
                 return
             await asyncio.sleep(period)
@@ -416,6 +440,8 @@ class ContainerRunner:
                 probe, self.container, self.ctx.pod_ip, self.env, self.ctx.cwd, self.ctx.wrap
             )
             metrics.PROBES.labels(kind, "success" if result.ok else "failure").inc()
+            if not result.ok:
+                self._event("Warning", "Unhealthy", f"Readiness probe failed: {result.message}")
             if tracker.record(result):
                 self.ready = tracker.ready
                 log.info(

@@ -18,6 +18,7 @@ from pathlib import Path
 from shiftnet.api import Pod
 from shiftnet.api.core import PodStatus
 from shiftnet.errors import InvalidObject
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.container import ContainerRunner, PodContext, now_rfc3339
 from shiftnet.sdn.pidfiles import ContainerRecord
@@ -109,6 +110,7 @@ class PodRunner:
         on_change: Callable[[], None],
         adopt: dict[str, ContainerRecord] | None = None,
         command: Callable[[str, str, list[str]], list[str]] | None = None,
+        events: EventSink = DISCARD,
     ) -> None:
         """``command(namespace, name, argv)`` wraps each process so it runs in the pod's
         network (the network mode's :meth:`~shiftnet.sdn.local.PodNetwork.command`)."""
@@ -155,6 +157,7 @@ class PodRunner:
                 extra_env=files.env,
                 command=_bound(command, self.namespace, self.name),
                 etc=files.wrap,
+                events=events,
             )
             record = adopt.get(c.name)
             self.containers.append(
