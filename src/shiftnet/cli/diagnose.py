@@ -43,6 +43,12 @@ def register(subparsers: Any) -> None:
         metavar="HOST:PORT:ADDR",
         help="as curl's --resolve: the client reaches HOST at ADDR without asking DNS",
     )
+    p.add_argument(
+        "--dns",
+        metavar="ADDR:PORT",
+        help="diagnose service: the cluster DNS to ask (default: the one this state "
+        "directory's cluster claimed)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
 
@@ -83,11 +89,12 @@ async def _service_report(args: argparse.Namespace) -> Report:
         raise InvalidInput("diagnose service needs a NAME")
     ns = args.namespace or DEFAULT_NAMESPACE
     async with client_from_args(args) as client:
-        facts = await gather_service(client, ns, args.name, Path(args.state_dir))
+        facts = await gather_service(client, ns, args.name, Path(args.state_dir), args.dns)
     return diagnose_service(facts)
 
 
 def run(args: argparse.Namespace) -> int:
+    result: Report | int
     if args.what in ("service", "services", "svc"):
         result = run_async(lambda: _service_report(args))
     elif args.what in ("route", "routes") or "://" in args.what:

@@ -86,7 +86,7 @@ def _admissions(route: Route) -> tuple[Admission, ...]:
     return tuple(sorted(out, key=lambda a: a.router))
 
 
-def _pod_view(pod: Pod) -> PodView:
+def pod_view(pod: Pod) -> PodView:
     ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
     ok = ready is not None and ready.status == "True"
     if ok:
@@ -107,7 +107,7 @@ async def _service(client: Client, route: Route, name: str) -> BackendService:
     pods: list[PodView] = []
     if selector:
         text = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-        pods = [_pod_view(p) for p in await client.list(Pod, ns, selector=text)]
+        pods = [pod_view(p) for p in await client.list(Pod, ns, selector=text)]
     endpoints = await client.try_get(Endpoints, ns, name)
     target = route.spec.port.target_port if route.spec.port is not None else None
     if isinstance(target, str) and target.isdigit():

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import ipaddress
 import logging
 import os
 import socket
 import ssl
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -82,3 +84,70 @@ async def request(
     except (OSError, http.client.HTTPException, ssl.SSLError) as err:
         return None, str(err) or type(err).__name__
     return status, ""
+
+
+async def exchange(address: str, port: int) -> str:
+    """ "" when ``address:port`` answers a request (HTTP or not), else what happened."""
+    status, error = await request("http", address, port, address, "/")
+    if status is not None:
+        return ""
+    return error
+
+
+def _listening(path: Path) -> set[tuple[str, int]]:
+    """(address, port) of TCP sockets in LISTEN state from ``/proc/net/tcp`` or ``tcp6``."""
+    out: set[tuple[str, int]] = set()
+    try:
+        lines = path.read_text().splitlines()[1:]
+    except OSError:
+        return out
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 4 or fields[3] != "0A":
+            continue
+        hex_addr, hex_port = fields[1].split(":")
+        raw = bytes.fromhex(hex_addr)
+        # The kernel prints each 32-bit word in host (little-endian) order.
+        words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+        out.add((str(ipaddress.ip_address(words)), int(hex_port, 16)))
+    return out
+
+
+def tcp_listeners() -> set[tuple[str, int]]:
+    """Every listening TCP socket of this network namespace, as the kernel reports it."""
+    return _listening(Path("/proc/net/tcp")) | _listening(Path("/proc/net/tcp6"))
+
+
+async def ruleset_text(*command: str) -> str:
+    """The output of a read-only listing command (``nft list ruleset``), "" when it fails."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), TIMEOUT * 3)
+    except (OSError, TimeoutError):
+        return ""
+    return out.decode(errors="replace") if proc.returncode == 0 else ""
+
+
+async def query_a(server: str, port: int, name: str) -> tuple[tuple[str, ...], str]:
+    """Ask one DNS server for ``name``'s A and AAAA records: (addresses, error)."""
+    import dns.asyncquery
+    import dns.exception
+    import dns.message
+    import dns.rcode
+
+    found: list[str] = []
+    for rdtype in ("A", "AAAA"):
+        query = dns.message.make_query(name, rdtype)
+        try:
+            answer = await dns.asyncquery.udp(query, server, port=port, timeout=TIMEOUT)
+        except (dns.exception.DNSException, OSError) as err:
+            return (), str(err) or type(err).__name__
+        if answer.rcode() != dns.rcode.NOERROR:
+            return (), dns.rcode.to_text(answer.rcode())
+        for rrset in answer.answer:
+            found.extend(str(r) for r in rrset if hasattr(r, "address"))
+    return tuple(found), ""
