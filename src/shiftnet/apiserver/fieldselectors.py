@@ -41,6 +41,18 @@ BY_RESOURCE: dict[str, dict[str, Getter]] = {
         "spec.to.name": _path("spec", "to", "name"),
     },
     "hostsubnets": {"host": _path("host"), "subnet": _path("subnet")},
+    # upstream's event fields: what kubectl describe asks for an object's events
+    "events": {
+        **{
+            f"involvedObject.{f}": _path("involvedObject", f)
+            for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
+        },
+        "involvedObject.fieldPath": _path("involvedObject", "fieldPath"),
+        "reason": _path("reason"),
+        "reportingComponent": _path("reportingComponent"),
+        "source": _path("source", "component"),
+        "type": _path("type"),
+    },
 }
 
 

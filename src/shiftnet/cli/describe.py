@@ -23,6 +23,7 @@ from typing import Any
 from shiftnet.api import (
     ClusterNetwork,
     Endpoints,
+    Event,
     HostSubnet,
     Ingress,
     Namespace,
@@ -34,11 +35,13 @@ from shiftnet.api import (
     Service,
 )
 from shiftnet.cli import describers as d
+from shiftnet.cli.event_lines import event_lines
 from shiftnet.cli.get import parse_kinds
 from shiftnet.cli.objects import DEFAULT_NAMESPACE
 from shiftnet.cli.runtime import client_from_args, run_async
 from shiftnet.client import Client
 from shiftnet.errors import InvalidInput, ShiftnetError
+from shiftnet.events.folding import about
 from shiftnet.master.ingress_model import owner_ingress
 
 log = logging.getLogger(__name__)
@@ -133,8 +136,11 @@ def run(args: argparse.Namespace) -> int:
                 objs: list[Resource] = [await client.get(cls, ns, n) for n in args.names]
             else:
                 objs = list(await client.list(cls, namespace=ns, selector=args.selector))
+            # a cluster-wide object's events are in "default", as upstream puts them
+            events = await client.list(Event, ns or DEFAULT_NAMESPACE) if objs else []
             for obj in objs:
-                out.append(await describe_object(client, obj, now, args.state_dir))
+                lines = await describe_object(client, obj, now, args.state_dir)
+                out.append([*lines, *event_lines(about(events, obj), now)])
         return out
 
     texts = run_async(go)

@@ -7,13 +7,14 @@ import datetime as dt
 import sys
 from typing import Any
 
-from shiftnet.api import Resource, kind_for_name
+from shiftnet.api import Event, Resource, kind_for_name
 from shiftnet.api.selectors import parse_selector
 from shiftnet.cli.objects import DEFAULT_NAMESPACE
 from shiftnet.cli.output import render
 from shiftnet.cli.runtime import client_from_args, run_async
 from shiftnet.cli.tables import render_table
 from shiftnet.errors import InvalidInput
+from shiftnet.events.folding import by_last_seen
 
 OUTPUTS = ("wide", "yaml", "json", "name")
 
@@ -70,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
                     objs: list[Resource] = [await client.get(cls, ns, n) for n in args.names]
                 else:
                     objs = list(await client.list(cls, namespace=ns, selector=args.selector))
+                if cls is Event:  # newest last, as kubectl events prints them
+                    objs = list(by_last_seen(o for o in objs if isinstance(o, Event)))
                 out.append((cls, objs))
         return out
 
