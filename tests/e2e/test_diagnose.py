@@ -1,0 +1,292 @@
+"""``shiftnet diagnose`` on a real ``shiftnet up``: a healthy route and service pass, then one
+broken condition at a time is named first, with its fix.
+
+The cluster is the user's: ``shiftnet up`` with its router, proxy, DNS and pods on
+private loopback networks and free high ports; the breaks are made as a user makes
+them (``shiftnet apply`` of routes, services and pods), never by editing shiftnet's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_up import SHIFTNET, UpProcess, haproxy_pids, pod_pids
+from tests.support.ports import free_port
+
+# Route hosts live under .invalid (RFC 2606): no resolver anywhere answers them, so the
+# healthy checks pass only through --resolve, as curl's users do.
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[2]
+
+MANIFESTS = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: diag}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  namespace: diag
+  labels: {app: web}
+  annotations: {shiftnet.io/workdir: "."}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: web
+      command: ["python3", "podserver.py"]
+      ports: [{name: web, containerPort: 8080}]
+      readinessProbe:
+        httpGet: {path: /healthz, port: web}
+        periodSeconds: 1
+        failureThreshold: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: diag}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: web}]
+---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: web, namespace: diag}
+spec:
+  host: web.diag.invalid
+  to: {kind: Service, name: web}
+"""
+
+
+class Cluster:
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.env = env
+        self.cwd = cwd
+        self.http_port = int(env["ROUTER_SERVICE_HTTP_PORT"])
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SHIFTNET), *args],
+            env=self.env,
+            cwd=self.cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def apply(self, text: str) -> None:
+        res = self.run("apply", "-f", "-", stdin=text)
+        assert res.returncode == 0, res.stderr
+
+    def diagnose(self, *args: str) -> tuple[int, dict[str, object]]:
+        res = self.run("diagnose", *args, "--json")
+        assert "Traceback" not in res.stderr, res.stderr
+        assert res.stdout, res.stderr
+        return res.returncode, json.loads(res.stdout)
+
+    def first_failure(
+        self, *args: str, number: int, needle: str, timeout: float = 40
+    ) -> dict[str, object]:
+        """Diagnose until the first failed check is ``number`` and says ``needle``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code, report = self.diagnose(*args)
+            checks = report["checks"]
+            assert isinstance(checks, list)
+            failed = [c for c in checks if not c["ok"]]
+            if failed and failed[0]["number"] == number and needle in failed[0]["found"]:
+                assert code == 1
+                return dict(failed[0])
+            if time.monotonic() > deadline:
+                raise AssertionError(json.dumps(report, indent=1))
+            time.sleep(0.5)
+
+    def passes(self, *args: str, timeout: float = 40) -> dict[str, object]:
+        deadline = time.monotonic() + timeout
+        while True:
+            code, report = self.diagnose(*args)
+            if code == 0:
+                assert report["ok"] is True
+                return report
+            if time.monotonic() > deadline:
+                raise AssertionError(json.dumps(report, indent=1))
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("diagnose")
+    state = tmp / "state"
+    manifests = tmp / "manifests"
+    manifests.mkdir()
+    shutil.copy(REPO / "examples" / "demo" / "podserver.py", manifests / "podserver.py")
+    (manifests / "00-web.yaml").write_text(MANIFESTS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
+    env["SHIFTNET_HOME"] = str(state)
+    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp / "clusters")
+    env["ROUTER_SERVICE_HTTP_PORT"] = str(free_port())
+    env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
+    env["STATS_PORT"] = str(free_port())
+    env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
+    env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"
+    net = f"127.{random.randint(100, 199)}.0.0/16"
+    up = UpProcess(
+        ["up", "-f", str(manifests), "--node-name", "diag", "--cluster-network", net],
+        cwd=manifests,
+        env=env,
+    )
+    try:
+        up.read_until(r"Press Ctrl-C", timeout=120)
+        yield Cluster(env, manifests)
+    finally:
+        if up.proc.poll() is None:
+            os.killpg(up.proc.pid, signal.SIGINT)
+            try:
+                up.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(up.proc.pid, signal.SIGKILL)
+                up.proc.wait()
+        for pid in pod_pids(state):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        for pid in haproxy_pids(state):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def resolve(c: Cluster, host: str) -> str:
+    return f"{host}:{c.http_port}:127.0.0.1"
+
+
+def test_healthy_route_and_service_pass(cluster: Cluster) -> None:
+    host = "web.diag.invalid"
+    report = cluster.passes("route", "web", "-n", "diag", "--resolve", resolve(cluster, host))
+    checks = report["checks"]
+    assert isinstance(checks, list) and len(checks) == 8
+    assert "admitted by router `router`" in checks[3]["found"]
+    assert "be_http:diag:web" in checks[5]["found"]  # HAProxy's running map says so
+    assert "answered 200" in checks[7]["found"]
+    # The same route found from a URL, the way the router's lookup finds it.
+    url = f"http://{host}:{cluster.http_port}/some/path"
+    report = cluster.passes(url, "--resolve", resolve(cluster, host))
+    assert "route diag/web" in str(report["subject"])
+    # Text output: one line per check, exit 0.
+    text = cluster.run("diagnose", url, "--resolve", resolve(cluster, host))
+    assert text.returncode == 0, text.stdout
+    assert len([ln for ln in text.stdout.splitlines() if ln.startswith("✓")]) == 8
+    report = cluster.passes("service", "web", "-n", "diag")
+    assert "userspace mode" in json.dumps(report)
+
+
+def test_wrong_port_is_check_1(cluster: Cluster) -> None:
+    wrong = free_port()
+    failure = cluster.first_failure(
+        f"http://web.diag.invalid:{wrong}/",
+        "--resolve",
+        f"web.diag.invalid:{wrong}:127.0.0.1",
+        number=1,
+        needle=f"goes to port {wrong}",
+    )
+    assert f"use http://web.diag.invalid:{cluster.http_port}/" in str(failure["fix"])
+
+
+def test_unresolvable_host_is_check_2(cluster: Cluster) -> None:
+    failure = cluster.first_failure(
+        "route", "web", "-n", "diag", number=2, needle="has no address for web.diag.invalid"
+    )
+    assert f"--resolve web.diag.invalid:{cluster.http_port}:127.0.0.1" in str(failure["fix"])
+
+
+def test_host_claimed_by_older_route_is_check_4(cluster: Cluster) -> None:
+    cluster.apply(
+        "apiVersion: route.openshift.io/v1\nkind: Route\n"
+        "metadata: {name: web-copy, namespace: diag}\n"
+        "spec: {host: web.diag.invalid, to: {kind: Service, name: web}}\n"
+    )
+    host = "web.diag.invalid"
+    failure = cluster.first_failure(
+        "route",
+        "web-copy",
+        "-n",
+        "diag",
+        "--resolve",
+        resolve(cluster, host),
+        number=4,
+        needle="not admitted by router `router`: HostAlreadyClaimed",
+    )
+    assert '"diag/web"' in str(failure["found"]) and "older" in str(failure["found"])
+
+
+def test_all_pods_unready_is_check_7(cluster: Cluster) -> None:
+    # A pod whose readiness probe asks a port nothing listens on never becomes ready.
+    cluster.apply(
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata: {name: sick-1, namespace: diag, labels: {app: sick}, "
+        "annotations: {shiftnet.io/workdir: '.'}}\n"
+        "spec:\n  terminationGracePeriodSeconds: 1\n  containers:\n"
+        "    - name: web\n      command: [python3, podserver.py]\n"
+        "      ports: [{name: web, containerPort: 8080}]\n"
+        "      readinessProbe: {httpGet: {path: /healthz, port: 9}, periodSeconds: 1}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: sick, namespace: diag}\n"
+        "spec: {selector: {app: sick}, ports: [{port: 80, targetPort: web}]}\n"
+        "---\napiVersion: route.openshift.io/v1\nkind: Route\n"
+        "metadata: {name: sick, namespace: diag}\n"
+        "spec: {host: sick.diag.invalid, to: {kind: Service, name: sick}}\n"
+    )
+    host = "sick.diag.invalid"
+    failure = cluster.first_failure(
+        "route",
+        "sick",
+        "-n",
+        "diag",
+        "--resolve",
+        resolve(cluster, host),
+        number=7,
+        needle="0 of 1 pods pass their readiness probe: pod `sick-1`",
+        timeout=60,
+    )
+    assert "readinessProbe" in str(failure["fix"])
+    svc = cluster.first_failure("service", "sick", "-n", "diag", number=2, needle="0 of 1 pods")
+    assert "sick-1" in str(svc["found"])
+
+
+def test_pod_refusing_connections_is_check_7(cluster: Cluster) -> None:
+    # Ready (no probe), but the Service sends to a port the pod does not listen on.
+    cluster.apply(
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata: {name: deaf-1, namespace: diag, labels: {app: deaf}, "
+        "annotations: {shiftnet.io/workdir: '.'}}\n"
+        "spec:\n  terminationGracePeriodSeconds: 1\n  containers:\n"
+        "    - {name: web, command: [python3, podserver.py], ports: [{containerPort: 8080}]}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: deaf, namespace: diag}\n"
+        "spec: {selector: {app: deaf}, ports: [{port: 80, targetPort: 9}]}\n"
+        "---\napiVersion: route.openshift.io/v1\nkind: Route\n"
+        "metadata: {name: deaf, namespace: diag}\n"
+        "spec: {host: deaf.diag.invalid, to: {kind: Service, name: deaf}}\n"
+    )
+    host = "deaf.diag.invalid"
+    failure = cluster.first_failure(
+        "route",
+        "deaf",
+        "-n",
+        "diag",
+        "--resolve",
+        resolve(cluster, host),
+        number=7,
+        needle="0 of 1 ready endpoints accept connections: pod `deaf-1`",
+        timeout=60,
+    )
+    assert "connection refused" in str(failure["found"])
+    assert "targetPort" in str(failure["fix"])
