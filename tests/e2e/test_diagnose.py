@@ -125,9 +125,9 @@ class Cluster:
             time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("diagnose")
+@contextlib.contextmanager
+def running_cluster(tmp: Path, extra_env: dict[str, str]) -> Iterator[Cluster]:
+    """A ``shiftnet up`` of MANIFESTS on free ports, stopped (with every pod) at the end."""
     state = tmp / "state"
     manifests = tmp / "manifests"
     manifests.mkdir()
@@ -141,6 +141,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     env["STATS_PORT"] = str(free_port())
     env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
     env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"
+    env.update(extra_env)
     net = f"127.{random.randint(100, 199)}.0.0/16"
     up = UpProcess(
         ["up", "-f", str(manifests), "--node-name", "diag", "--cluster-network", net],
@@ -164,6 +165,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for pid in haproxy_pids(state):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("diagnose"), {}) as c:
+        yield c
 
 
 def resolve(c: Cluster, host: str) -> str:
@@ -290,3 +297,28 @@ def test_pod_refusing_connections_is_check_7(cluster: Cluster) -> None:
     )
     assert "connection refused" in str(failure["found"])
     assert "targetPort" in str(failure["fix"])
+
+
+def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:
+    # The cluster's only router serves routes labelled shard=main (ROUTE_LABELS).
+    with running_cluster(tmp_path, {"ROUTE_LABELS": "shard=main"}) as sharded:
+        sharded.apply(
+            "apiVersion: route.openshift.io/v1\nkind: Route\n"
+            "metadata: {name: inside, namespace: diag, labels: {shard: main}}\n"
+            "spec: {host: inside.diag.invalid, to: {kind: Service, name: web}}\n"
+        )
+        report = sharded.passes(
+            "route", "inside", "-n", "diag", "--resolve", resolve(sharded, "inside.diag.invalid")
+        )
+        assert "admitted by router `router`" in json.dumps(report)
+        failure = sharded.first_failure(
+            "route",
+            "web",
+            "-n",
+            "diag",
+            "--resolve",
+            resolve(sharded, "web.diag.invalid"),
+            number=4,
+            needle="no router reported on route diag/web (routers here: `router`",
+        )
+        assert "ROUTE_LABELS" in str(failure["fix"])
