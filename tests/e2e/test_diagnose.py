@@ -322,3 +322,18 @@ def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:
             needle="no router reported on route diag/web (routers here: `router`",
         )
         assert "ROUTE_LABELS" in str(failure["fix"])
+
+
+def test_bad_input_is_one_sentence(cluster: Cluster) -> None:
+    for args, needle in [
+        (("ftp://x",), "URL 'ftp://x' is invalid"),
+        (("http://[::1",), "URL 'http://[::1' is invalid"),
+        (("http://nothing.diag.invalid/",), "no route serves host nothing.diag.invalid"),
+        (("route", "nope", "-n", "diag"), 'routes "nope" not found'),
+        (("service", "nope", "-n", "diag"), 'services "nope" not found'),
+        (("route", "web", "-n", "diag", "--resolve", "bad"), "--resolve 'bad' is invalid"),
+    ]:
+        res = cluster.run("diagnose", *args)
+        assert res.returncode == 1 and res.stdout == "", (args, res.stdout)
+        assert res.stderr.startswith("error: ") and needle in res.stderr, (args, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1, res.stderr

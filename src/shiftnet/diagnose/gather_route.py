@@ -38,7 +38,10 @@ class NoRouteForURL(ShiftnetError):
 
 def parse_url(text: str) -> ClientTarget:
     """``http(s)://host[:port]/path`` as a client would use it; one clear error otherwise."""
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as err:
+        raise InvalidInput(f"URL {shorten(text)!r} is invalid: {err}") from err
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput(f"URL {shorten(text)!r} is invalid: expected http(s)://host[:port]/path")
     try:

@@ -54,11 +54,7 @@ async def gather_service(
 ) -> ServiceFacts:
     dns_name = f"{name}.{namespace}.svc.{CLUSTER_DOMAIN}"
     server = dns_server(state_dir, dns)
-    svc = await client.try_get(Service, namespace, name)
-    if svc is None:
-        return ServiceFacts(
-            namespace, name, False, "", (), {}, (), (), (), "", (), dns_name, "", None, "", None
-        )
+    svc = await client.get(Service, namespace, name)  # a missing service: NotFound
     cluster_ip = svc.spec.cluster_ip or ""
     ports = tuple(p.port for p in svc.spec.ports if (p.protocol or "TCP").upper() == "TCP")
     selector = dict(svc.spec.selector or {})
