@@ -7,6 +7,7 @@ the sync period brings a full sync that repairs drift, and the tools are detecte
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import uuid
@@ -266,3 +267,14 @@ async def test_unknown_backend_is_refused() -> None:
         KernelConfig(mode="iptables", iptables_backend="xt")
     with pytest.raises(KernelApplyError.__mro__[1], match="iptables-sync-period"):
         KernelConfig(mode="iptables", iptables_sync_period=-1)
+
+
+async def test_endpoint_reaching_its_own_service_hairpin(env) -> None:  # type: ignore[no-untyped-def]
+    """An endpoint connecting to its own service (without chains per endpoint) is
+    masqueraded, so the connections that land on itself work too."""
+    topo = env["topo"]
+    proc = topo.python(topo.backends[0], "count", VIP_A, "80", "60")
+    out, _ = await asyncio.to_thread(proc.communicate, timeout=120)
+    assert proc.returncode == 0, "a connection from b1 to its own service failed"
+    counts = json.loads(out)
+    assert sum(counts.values()) == 60 and counts.get("b1", 0) > 0, counts
