@@ -321,7 +321,13 @@ class KernelProxier:
         plan = self._ipt_plan
         due = now - self._ipt_full_at >= self.config.iptables_sync_period
         restore = [await self._ipt("iptables-restore"), "--noflush"]
-        if plan is None or not self.in_sync or diff is None or due:
+        big = (  # one restore that large would be slow with iptables-nft: full, in parts
+            diff is not None
+            and self._ipt_backend == "nft"
+            and len(diff.added) + len(diff.removed) + len(diff.changed)
+            > IPT_NFT_SERVICES_PER_RESTORE
+        )
+        if plan is None or not self.in_sync or diff is None or due or big:
             self._ipt_plan = None  # until this full sync succeeds
             await self._ensure_jumps()
             plan = iptables.IptPlan(self.ipt)

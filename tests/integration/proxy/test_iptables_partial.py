@@ -278,3 +278,35 @@ async def test_endpoint_reaching_its_own_service_hairpin(env) -> None:  # type: 
     assert proc.returncode == 0, "a connection from b1 to its own service failed"
     counts = json.loads(out)
     assert sum(counts.values()) == 60 and counts.get("b1", 0) > 0, counts
+
+
+@pytest.mark.parametrize("flavour", ["legacy", "nft"])
+async def test_a_burst_of_changes_is_a_full_sync_with_the_nft_tools(topo, flavour: str) -> None:  # type: ignore[no-untyped-def]
+    """600 new services at once: with iptables-nft one restore that size would be slow
+    (its cost grows faster than its size), so it becomes a full sync in parts; the
+    legacy tools take it as a partial restore. Either way all of them answer."""
+    kernel = KernelProxier(
+        KernelConfig(mode="iptables", netns=topo.node, iptables_backend=flavour),
+        clock=HandClock(),
+    )
+    svcs = [service("a", VIP_A, 80)]
+    eps = [endpoints("a", backends(topo, 1, 2, 3))]
+    table = build_service_table(svcs, eps)
+    try:
+        await kernel.sync(table, None)
+        for i in range(600):
+            svcs.append(service(f"s{i}", f"172.30.{10 + i // 200}.{i % 200 + 1}", 80))
+            eps.append(endpoints(f"s{i}", backends(topo, 1 + i % 3)))
+        new = build_service_table(svcs, eps)
+        await kernel.sync(new, diff_tables(table, new))
+        assert kernel.last_kind == ("full" if flavour == "nft" else "partial")
+        table = new
+        eps[0] = endpoints("a", backends(topo, 2))
+        new = build_service_table(svcs, eps)
+        await kernel.sync(new, diff_tables(table, new))
+        assert kernel.last_kind == "partial"
+        assert await asyncio.to_thread(topo.count, VIP_A, 80, 5) == {"b2": 5}
+        assert await asyncio.to_thread(topo.count, "172.30.12.200", 80, 3) == {"b3": 3}
+    finally:
+        await kernel.cleanup()
+        kernel.close()
