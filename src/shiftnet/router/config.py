@@ -18,17 +18,60 @@ import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from shiftnet.api.names import hostname_errors
-from shiftnet.api.route_headers import REQUEST, RESPONSE, HeaderAction, parse_router_actions
+from shiftnet.api.route_headers import (
+    NAME_RE,
+    REQUEST,
+    RESPONSE,
+    HeaderAction,
+    parse_router_actions,
+)
 from shiftnet.api.selectors import Selector, parse_selector
 from shiftnet.errors import ConfigError, InvalidInput
 from shiftnet.router.durations import parse_duration_ms
+from shiftnet.router.haproxy import escape
+from shiftnet.router.haproxy.escape import UnsafeValue
 
 BALANCE_ALGORITHMS = ("roundrobin", "leastconn", "source", "random")
+LOG_LEVELS = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
+LOG_FACILITIES = (
+    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron",
+    "auth2", "ftp", "ntp", "audit", "alert", "cron2",
+    *(f"local{i}" for i in range(8)),
+)  # fmt: skip
+# What OpenShift's ingress operator uses when only ROUTER_UNIQUE_ID_HEADER_NAME is given.
+DEFAULT_UNIQUE_ID_FORMAT = "%{+X}o %ci:%cp_%fi:%fp_%Ts_%rt:%pid"
+MAX_CAPTURE_LENGTH = 1024
+# Headers the unique ID may not be written into: HAProxy adds it, so these would be doubled.
+UNIQUE_ID_RESERVED = (
+    "strict-transport-security",
+    "proxy",
+    "cookie",
+    "set-cookie",
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+)
 FORWARDED_HEADER_POLICIES = ("append", "replace", "if-none", "never")
 DEFAULT_HOME = "~/.shiftnet"
+
+
+class HeaderCapture(NamedTuple):
+    """A header HAProxy captures for the access log, at most ``max_length`` bytes of it."""
+
+    name: str
+    max_length: int
+
+
+class CookieCapture(NamedTuple):
+    """The cookie HAProxy captures: the first whose name is ``name`` (exact) or starts with it."""
+
+    name: str
+    max_length: int
+    exact: bool
 
 
 @dataclass(frozen=True)
@@ -76,6 +119,21 @@ class RouterConfig:
     canonical_hostname: str | None = None
     subdomain_template: str | None = None  # ROUTER_SUBDOMAIN, "${name}-${namespace}.apps..."
     router_domain: str | None = None  # ROUTER_DOMAIN: spec.subdomain + "." + this
+    # Access logs (docs/router.md, "Access logs"): with no syslog address the router
+    # receives HAProxy's log itself and writes <work_dir>/logs/access.log.
+    syslog_address: str | None = None  # "udp@host:port", "host:port", "unix@/path", "/path"
+    log_level: str | None = None  # None: warning toward a syslog address, info toward our own
+    log_facility: str = "local1"
+    log_max_length: int = 1024  # ROUTER_LOG_MAX_LENGTH; the router's own receiver takes 8192
+    syslog_format: str | None = None  # a log-format string (checked by escape.log_format_string)
+    capture_request_headers: tuple[HeaderCapture, ...] = ()
+    capture_response_headers: tuple[HeaderCapture, ...] = ()
+    capture_cookie: CookieCapture | None = None
+    unique_id_header_name: str | None = None
+    unique_id_format: str | None = None  # None with a header name: DEFAULT_UNIQUE_ID_FORMAT
+    dont_log_null: bool = False
+    http_ignore_probes: bool = False
+    access_log_max_bytes: int = 10 * 1024 * 1024  # per file, two files kept; 0 = no access log
     work_dir: str = ""
 
     @classmethod
@@ -122,6 +180,16 @@ class RouterConfig:
             raise ConfigError(f"STATS_PORT={self.stats_port} is already the HTTP or HTTPS port")
         if bool(self.stats_username) != bool(self.stats_password):
             raise ConfigError("STATS_USERNAME and STATS_PASSWORD must be given together")
+        if self.unique_id_format is not None and self.unique_id_header_name is None:
+            raise ConfigError(
+                "ROUTER_UNIQUE_ID_FORMAT is set but ROUTER_UNIQUE_ID_HEADER_NAME is not:"
+                " the unique ID needs the header that carries it"
+            )
+
+    @property
+    def own_access_log(self) -> bool:
+        """True when the router receives HAProxy's log itself (no syslog address given)."""
+        return self.syslog_address is None and self.access_log_max_bytes > 0
 
     def replace(self, **changes: Any) -> RouterConfig:
         """A copy with some fields changed (the driver sizes ``max_connections`` this way)."""
@@ -299,6 +367,83 @@ def _header_actions(direction: str) -> Callable[[str], tuple[HeaderAction, ...]]
     return parse
 
 
+def _log_level(text: str) -> str:
+    return _choice(LOG_LEVELS)(text.strip().lower())
+
+
+def _log_facility(text: str) -> str:
+    return _choice(LOG_FACILITIES)(text.strip().lower())
+
+
+def _log_length(text: str) -> int:
+    value = _int(text)
+    if not 80 <= value <= 65535:
+        raise ValueError("must be between 80 and 65535")
+    return value
+
+
+def _syslog_address(text: str) -> str:
+    """Where HAProxy sends its log, as HAProxy's ``log`` directive takes it."""
+    value = text.strip()
+    try:
+        escape.syslog_target(value)
+    except UnsafeValue as err:
+        raise ValueError(str(err)) from None
+    return value
+
+
+def _log_format(text: str) -> str:
+    value = text.strip()
+    try:
+        escape.log_format_string(value)
+    except UnsafeValue as err:
+        raise ValueError(str(err)) from None
+    return value
+
+
+def _capture_length(text: str) -> int:
+    value = _int(text)
+    if not 1 <= value <= MAX_CAPTURE_LENGTH:
+        raise ValueError(f"the maximum length must be between 1 and {MAX_CAPTURE_LENGTH}")
+    return value
+
+
+def _token(name: str, what: str) -> str:
+    if not NAME_RE.fullmatch(name):
+        raise ValueError(f"{what} {name!r} is not an HTTP token")
+    return name
+
+
+def _header_captures(text: str) -> tuple[HeaderCapture, ...]:
+    """OpenShift's ``name:maxLength,name:maxLength`` (each name an HTTP token)."""
+    out: list[HeaderCapture] = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        if len(parts) != 2:
+            raise ValueError(f"{item.strip()!r} is not of the form name:maxLength")
+        out.append(HeaderCapture(_token(parts[0], "header name"), _capture_length(parts[1])))
+    return tuple(out)
+
+
+def _cookie_capture(text: str) -> CookieCapture:
+    """OpenShift's ``name:maxLength`` (prefix match) or ``name=:maxLength`` (exact match)."""
+    parts = text.strip().split(":")
+    if len(parts) != 2:
+        raise ValueError("must be of the form name:maxLength or name=:maxLength")
+    name, exact = parts[0], parts[0].endswith("=")
+    name = name.removesuffix("=")
+    return CookieCapture(_token(name, "cookie name"), _capture_length(parts[1]), exact)
+
+
+def _unique_id_header(text: str) -> str:
+    value = text.strip()
+    try:
+        escape.header_name(value, "header name", UNIQUE_ID_RESERVED)
+    except UnsafeValue as err:
+        raise ValueError(str(err)) from None
+    return value
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its dataclass field, environment variable, flag, parser and help."""
@@ -396,6 +541,35 @@ OPTIONS: tuple[Option, ...] = (
            "host for routes without one, e.g. ${name}-${namespace}.apps.example.com"),
     Option("router_domain", "ROUTER_DOMAIN", "--router-domain", _hostname,
            "domain appended to spec.subdomain"),
+    Option("syslog_address", "ROUTER_SYSLOG_ADDRESS", "--syslog-address", _syslog_address,
+           "send HAProxy's log there (host:port, udp@host:port, unix@/path or /path) instead of"
+           " the router's own access log"),
+    Option("log_level", "ROUTER_LOG_LEVEL", "--log-level", _log_level,
+           "HAProxy log level (warning toward a syslog address; info for the own access log)"),
+    Option("log_facility", "ROUTER_LOG_FACILITY", "--log-facility", _log_facility,
+           "syslog facility (local1)"),
+    Option("log_max_length", "ROUTER_LOG_MAX_LENGTH", "--log-max-length", _log_length,
+           "longest log line sent to a syslog address, in bytes (1024)"),
+    Option("syslog_format", "ROUTER_SYSLOG_FORMAT", "--syslog-format", _log_format,
+           "HAProxy log-format of HTTP requests (default: option httplog)"),
+    Option("capture_request_headers", "ROUTER_CAPTURE_HTTP_REQUEST_HEADERS",
+           "--capture-http-request-headers", _header_captures,
+           "request headers to log: name:maxLength, comma-separated"),
+    Option("capture_response_headers", "ROUTER_CAPTURE_HTTP_RESPONSE_HEADERS",
+           "--capture-http-response-headers", _header_captures,
+           "response headers to log: name:maxLength, comma-separated"),
+    Option("capture_cookie", "ROUTER_CAPTURE_HTTP_COOKIE", "--capture-http-cookie",
+           _cookie_capture, "cookie to log: name:maxLength (prefix) or name=:maxLength (exact)"),
+    Option("unique_id_header_name", "ROUTER_UNIQUE_ID_HEADER_NAME", "--unique-id-header-name",
+           _unique_id_header, "request header that carries a unique ID to the pod (and the log)"),
+    Option("unique_id_format", "ROUTER_UNIQUE_ID_FORMAT", "--unique-id-format", _log_format,
+           f"log-format of the unique ID ({DEFAULT_UNIQUE_ID_FORMAT})"),
+    Option("dont_log_null", "ROUTER_DONT_LOG_NULL", "--dont-log-null", _bool,
+           "do not log connections that sent no data (false)"),
+    Option("http_ignore_probes", "ROUTER_HTTP_IGNORE_PROBES", "--http-ignore-probes", _bool,
+           "do not log connections closed before a request (false)"),
+    Option("access_log_max_bytes", "ROUTER_ACCESS_LOG_MAX_BYTES", "--access-log-max-bytes",
+           _non_negative, "size of the own access log before it rotates (10485760; 0 = off)"),
     Option("work_dir", "ROUTER_WORK_DIR", "--router-work-dir", _path,
            "directory for HAProxy files (default $SHIFTNET_HOME/router-<name>)"),
 )

@@ -315,3 +315,156 @@ def pem(*texts: str, what: str = "PEM data", max_keys: int = 1) -> bytes:
     if not out:
         raise UnsafeValue(f"{what} holds no PEM block")
     return "".join(out).encode()
+
+
+# ---------------------------------------------------------------- logging
+
+# HAProxy 2.6's log-format variables (longest first, so "%Ta" is not read as "%T" + "a").
+_LOG_VARIABLES = sorted(
+    [
+        "B",
+        "CC",
+        "CS",
+        "H",
+        "HM",
+        "HP",
+        "HPO",
+        "HQ",
+        "HU",
+        "HV",
+        "ID",
+        "ST",
+        "T",
+        "Ta",
+        "Tc",
+        "Td",
+        "Th",
+        "Ti",
+        "Tq",
+        "TR",
+        "Tr",
+        "Ts",
+        "Tt",
+        "Tu",
+        "Tw",
+        "U",
+        "ac",
+        "b",
+        "bc",
+        "bi",
+        "bp",
+        "bq",
+        "ci",
+        "cp",
+        "f",
+        "fc",
+        "fi",
+        "fp",
+        "ft",
+        "hr",
+        "hrl",
+        "hs",
+        "hsl",
+        "lc",
+        "ms",
+        "o",
+        "pid",
+        "r",
+        "rc",
+        "rt",
+        "s",
+        "sc",
+        "si",
+        "sp",
+        "sq",
+        "sslc",
+        "sslv",
+        "t",
+        "tr",
+        "trg",
+        "trl",
+        "ts",
+        "tsc",
+    ],
+    key=len,
+    reverse=True,
+)
+_FETCH_CALL = r"[a-z0-9_.]+(?:\([A-Za-z0-9_.,:/=+ -]*\))?"
+_LOG_TOKEN_RE = re.compile(
+    r"%%"
+    r"|%(?:\{[+-]?[QXE](?:,[+-]?[QXE])*\})?"
+    rf"(?:\[{_FETCH_CALL}(?:,{_FETCH_CALL})*\]|(?:{'|'.join(_LOG_VARIABLES)}))"
+    r"|[\x20-\x24\x26-\x7e]+"
+)
+_LOG_FORMAT_MAX = 1024
+
+
+def log_format_string(value: str, what: str = "log-format") -> str:
+    """A whole log-format string (``ROUTER_SYSLOG_FORMAT``, ``ROUTER_UNIQUE_ID_FORMAT``) as
+    one quoted word.
+
+    The string may be given as OpenShift's template writes it into the
+    configuration (in double quotes, spaces as ``\\ ``); it is read back to
+    the plain string first. It must be printable ASCII made of literal text,
+    ``%%``, HAProxy's log variables (``%ci``, ``%{+Q}r``, ...) and sample
+    expressions (``%[var(txn.host),lower]``) of plain names and arguments.
+    """
+    text = value
+    if len(text) >= 2 and text.startswith('"') and text.endswith('"'):
+        text = text[1:-1]
+    text = text.replace("\\ ", " ")
+    if not text or len(text) > _LOG_FORMAT_MAX:
+        raise UnsafeValue(f"{what} must hold 1 to {_LOG_FORMAT_MAX} characters")
+    pos = 0
+    while pos < len(text):
+        match = _LOG_TOKEN_RE.match(text, pos)
+        if match is None:
+            raise UnsafeValue(
+                f"{what} {value[:80]!r} cannot be read at {text[pos : pos + 12]!r}:"
+                " use printable ASCII, %%, log variables (%ci, %{+Q}r) or %[sample,converter]"
+            )
+        pos = match.end()
+    if "\\" in text or '"' in text:
+        raise UnsafeValue(f"{what} {value[:80]!r} must not hold a backslash or a double quote")
+    return quoted(text, what)
+
+
+def capture_name(value: str, what: str = "captured header name") -> str:
+    """A header or cookie name for ``capture``: an HTTP token, as one quoted word."""
+    if (
+        not value
+        or len(value) > route_headers.MAX_NAME_LENGTH
+        or not route_headers.NAME_RE.fullmatch(value)
+    ):
+        raise UnsafeValue(f"{what} {value!r} is not an HTTP token")
+    return _header_word(value)
+
+
+_SYSLOG_PREFIXES = ("udp@", "udp4@", "udp6@")
+
+
+def syslog_target(value: str, what: str = "ROUTER_SYSLOG_ADDRESS") -> str:
+    """A ``log`` target, as one quoted word: ``host:port`` (UDP), ``udp@host:port``,
+    ``unix@/path`` or an absolute path (a UNIX datagram socket)."""
+    if value.startswith(("unix@", "/")):
+        socket_path = value.removeprefix("unix@")
+        if not socket_path.startswith("/") or not _VISIBLE_RE.fullmatch(socket_path):
+            raise UnsafeValue(f"{what} {value!r} must name an absolute socket path without spaces")
+        if len(socket_path) > 107:
+            raise UnsafeValue(f"{what} {value!r} is longer than a UNIX socket path may be")
+        return quoted(value, what)
+    rest = value
+    for prefix in _SYSLOG_PREFIXES:
+        rest = rest.removeprefix(prefix)
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UnsafeValue(
+            f"{what} {value!r} must be host:port, udp@host:port, unix@/path or /path"
+            " (port between 1 and 65535)"
+        )
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ipaddress.ip_address(bare)
+    except ValueError:
+        hostname(bare.lower(), f"{what} host")
+    return quoted(value, what)

@@ -51,6 +51,7 @@ SNI_BACKEND = "be_sni"
 SNI_FRONTEND = "fe_sni"
 SNI_SOCKET = "fe_sni.sock"
 ADMIN_SOCKET = "admin.sock"
+LOG_SOCKET = "log.sock"  # run/: HAProxy's log, received by the router (router/accesslog.py)
 ALIASES_INDEX = "aliases.json"  # run/: which spare serves which route (describe route)
 PUBLIC_HEALTHZ = "/_______internal_router_healthz"
 STATS_HEALTHZ = "/healthz"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from shiftnet.api.route_headers import REQUEST, RESPONSE, ROUTER_RESERVED_NAMES, HeaderAction
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.durations import format_duration_ms
-from shiftnet.router.haproxy import escape
+from shiftnet.router.haproxy import escape, log_format
 from shiftnet.router.haproxy.description import (
     Backend,
     BackendOptions,
@@ -39,6 +39,7 @@ from shiftnet.router.haproxy.names import (
     ERROR_PAGE_503,
     FORWARDED_DEFAULTS,
     HTTP_MAPS,
+    LOG_SOCKET,
     PUBLIC_HEALTHZ,
     REDIRECT_BACKEND,
     SNI_BACKEND,
@@ -76,6 +77,10 @@ class RenderPaths:
     @property
     def sni_socket(self) -> str:
         return f"{self.run_dir.rstrip('/')}/{SNI_SOCKET}"
+
+    @property
+    def log_socket(self) -> str:
+        return f"{self.run_dir.rstrip('/')}/{LOG_SOCKET}"
 
 
 def _ms(value: int) -> str:
@@ -357,10 +362,12 @@ def _global_and_defaults(
         "  tune.pool-high-fd-ratio 60",
         "  tune.ssl.default-dh-param 2048",
         "  ssl-default-bind-options ssl-min-ver TLSv1.2",
+        *log_format.global_lines(config, paths.log_socket),
         "",
         f"defaults {BASE_DEFAULTS}",
         "  mode http",
         f"  maxconn {int(maxconn)}",
+        *log_format.defaults_lines(config),
         "  option redispatch",
         "  retries 3",
         f"  timeout connect {_ms(config.connect_timeout_ms)}",
@@ -397,6 +404,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         f"  bind {_bind(config, config.http_port)}",
         "  mode http",
         f"  monitor-uri {PUBLIC_HEALTHZ}",
+        *log_format.http_frontend_lines(config),
         *_header_hygiene(),
         *_router_header_lines(config),
         *_lookup_block(HTTP_MAPS),
@@ -405,6 +413,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         f"  bind {_bind(config, config.https_port)}",
         "  mode tcp",
         "  tcp-request inspect-delay 5s",
+        *log_format.tcp_frontend_lines(config),  # before the accept: it ends the rules
         "  tcp-request content accept if { req_ssl_hello_type 1 }",
         f"  acl sni_passthrough req.ssl_sni,lower,map_str({escape.quoted(SNI_PASSTHROUGH_MAP)})"
         " -m found",
@@ -428,6 +437,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         f"  bind {unix} mode 600 accept-proxy ssl crt {default_cert}"
         f" crt-list {escape.quoted(CRT_LIST)}",
         "  mode http",
+        *log_format.http_frontend_lines(config),
         *_header_hygiene(),
         *_router_header_lines(config),
         *_lookup_block(TLS_MAPS),
