@@ -72,6 +72,11 @@ def test_api_resources_lists_every_kind_with_short_names(api: APIServerProcess) 
         "routes",
         "clusternetworks",
         "hostsubnets",
+        "secrets",
+        "events",
+        "endpointslices",
+        "ingresses",
+        "ingressclasses",
     }
     assert rows["services"][1:] == ["svc", "v1", "true", "Service"]
     assert rows["pods"][1] == "po" and rows["endpoints"][1] == "ep"
@@ -79,6 +84,11 @@ def test_api_resources_lists_every_kind_with_short_names(api: APIServerProcess) 
     assert rows["nodes"][1] == "no"
     assert rows["routes"][1:] == ["route.openshift.io/v1", "true", "Route"]
     assert rows["hostsubnets"][1:] == ["network.openshift.io/v1", "false", "HostSubnet"]
+    assert rows["secrets"][1:] == ["v1", "true", "Secret"]
+    assert rows["events"][1:] == ["ev", "v1", "true", "Event"]
+    assert rows["endpointslices"][1:] == ["discovery.k8s.io/v1", "true", "EndpointSlice"]
+    assert rows["ingresses"][1:] == ["ing", "networking.k8s.io/v1", "true", "Ingress"]
+    assert rows["ingressclasses"][1:] == ["networking.k8s.io/v1", "false", "IngressClass"]
     wide = api.ok("api-resources", "-o", "wide", "--api-group=route.openshift.io")
     assert "create,delete,deletecollection,get,list,patch,update,watch" in wide
     assert "all" in wide.splitlines()[1]  # routes are in the "all" category, as OpenShift
@@ -101,6 +111,8 @@ def test_openapi_is_served_so_kubectl_explain_works(api: APIServerProcess) -> No
         "api/v1",
         "apis/route.openshift.io/v1",
         "apis/network.openshift.io/v1",
+        "apis/discovery.k8s.io/v1",
+        "apis/networking.k8s.io/v1",
     }
     doc = json.loads(api.ok("get", "--raw", v3["paths"]["api/v1"]["serverRelativeURL"]))
     assert "io.k8s.api.core.v1.Service" in doc["components"]["schemas"]
