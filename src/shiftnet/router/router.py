@@ -38,6 +38,8 @@ from shiftnet.errors import ShiftnetError
 from shiftnet.informer import Informers
 from shiftnet.private_files import ensure_private_dir, ensure_private_tree
 from shiftnet.router import metrics
+from shiftnet.router.access_routes import RouteNames
+from shiftnet.router.accesslog import AccessLog, log_path
 from shiftnet.router.admission import (
     EXTENDED_VALIDATION_FAILED,
     AdmissionResult,
@@ -53,6 +55,7 @@ from shiftnet.router.external_certs import SecretKey, resolve, secret_of
 from shiftnet.router.haproxy.assembly import Assembly
 from shiftnet.router.haproxy.description import Backend
 from shiftnet.router.haproxy.driver import HAProxyDriver
+from shiftnet.router.haproxy.names import LOG_SOCKET
 from shiftnet.router.haproxy.process import (
     ConfigCheckFailed,
     HAProxyError,
@@ -146,6 +149,10 @@ class Router:
         self.syncs = 0
         # route -> (resourceVersion, entry) known to be stored: skips re-checking 10k routes
         self._status_seen: dict[tuple[str, str], tuple[str | None, RouteIngress]] = {}
+        # HAProxy's log, received here when no ROUTER_SYSLOG_ADDRESS is given (accesslog.py)
+        self.access_log: AccessLog | None = None
+        self._route_names = RouteNames()
+        self._route_names_of: tuple[int, dict[str, str]] | None = None
 
     # -------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -167,6 +174,14 @@ class Router:
         )
         for inf in (self.routes, self.services, self.endpoints, self.namespaces, self.secrets):
             inf.add_handler(self._on_event)
+        if self.config.own_access_log:
+            self.access_log = AccessLog(
+                socket_dir(self.work_dir) / LOG_SOCKET,
+                log_path(self.work_dir),
+                self.config.access_log_max_bytes,
+                self.route_names,
+            )
+            await self.access_log.start()
         await self.driver.start()
         await self.informers.start()
         await self.sync_now()
@@ -198,6 +213,9 @@ class Router:
         if self._own_informers:
             await self.informers.stop()
         await self.driver.stop(stop_haproxy=stop_haproxy)
+        if self.access_log is not None:
+            await self.access_log.stop()
+            self.access_log = None
 
     async def sync_now(self) -> None:
         """Recompute and apply now, and finish any pending reload (tests, start-up).
@@ -262,6 +280,16 @@ class Router:
     def admission(self) -> AdmissionResult:
         """Every decision as the last sync left it (tests and debugging)."""
         return self._index.result()
+
+    def route_names(self) -> RouteNames:
+        """Which route each served backend stands for (the access log names routes with it);
+        rebuilt only when a sync or the spares in use changed since the last call."""
+        aliases = self.driver.aliases
+        if self._route_names_of != (self.syncs, aliases) and self._assembly is not None:
+            rules = {k: p.rule for k, p in self._models.policies.items()}
+            self._route_names = RouteNames.build(self._assembly.backends, aliases, rules)
+            self._route_names_of = (self.syncs, aliases)
+        return self._route_names
 
     @property
     def skipped(self) -> dict[RouteKey, str]:
