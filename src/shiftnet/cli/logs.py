@@ -1,4 +1,5 @@
-"""``shiftnet logs POD [-n NS] [-c CONTAINER] [-f] [--tail N]``: a pod's output.
+"""``shiftnet logs POD [-n NS] [-c CONTAINER] [-f] [--tail N]``: a pod's output;
+``shiftnet logs router[/NAME]``: a router's access log (``router_logs.py``).
 
 Node agents write each container's stdout and stderr to
 ``$SHIFTNET_HOME/nodes/<node>/logs/<namespace>_<pod>/<container>.log``; this
@@ -29,11 +30,13 @@ POD_CHECK = 2.0
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "logs",
-        help="print the output of a pod's container",
+        help="print the output of a pod's container, or a router's access log",
         description="Print what a pod's container wrote to stdout and stderr "
-        "(kept across restarts of the container).",
+        "(kept across restarts of the container). 'shiftnet logs router' (or router/NAME) "
+        "prints the access log of the router running from this state directory; with -n "
+        "the name is always a pod.",
     )
-    p.add_argument("pod", metavar="POD", help="pod name")
+    p.add_argument("pod", metavar="POD", help="pod name, or router / router/NAME")
     p.add_argument("-n", "--namespace", help="namespace (default: default)")
     p.add_argument("-c", "--container", help="container name (needed when the pod has several)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new output")
@@ -100,8 +103,16 @@ async def _follow(client: Client, pod: Pod, path: Path, f: BinaryIO, out: Binary
 
 
 def run(args: argparse.Namespace) -> int:
-    ns = args.namespace or DEFAULT_NAMESPACE
+    from shiftnet.cli.router_logs import print_router_log, router_name
+
     out = sys.stdout.buffer
+    router = router_name(args.pod, args.namespace)
+    if router is not None:
+        state_dir = Path(args.state_dir)
+        return int(
+            run_async(lambda: print_router_log(state_dir, router, args.tail, args.follow, out))
+        )
+    ns = args.namespace or DEFAULT_NAMESPACE
 
     async def go() -> int:
         async with client_from_args(args) as client:
