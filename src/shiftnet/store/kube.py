@@ -48,6 +48,7 @@ from shiftnet.store.base import EventType, ListResult, WatchEvent
 from shiftnet.store.kube_calls import ResourceCalls
 from shiftnet.store.kube_diff import object_changed, status_changed
 from shiftnet.store.kube_resources import KubeResource, parse_kube_url, resource_for
+from shiftnet.store.kube_session import use_session_without_env_lookups
 from shiftnet.store.kube_status import Call, error_for
 from shiftnet.store.meta import key_of
 
@@ -57,6 +58,7 @@ REQUEST_TIMEOUT = (10.0, 30.0)  # connect, read (seconds) for every call but wat
 WATCH_SECONDS = 240  # the server ends each watch request after this; the backend resumes
 LIST_PAGE = 500  # objects per list request (limit/continue), as client-go's reflector
 POOL_SIZE = 256  # concurrent connections: every watch holds one for its lifetime
+_SERVER_SET = frozenset({"resourceVersion", "uid", "creationTimestamp"})  # a create leaves out
 _EVENT_TYPES: dict[str, EventType] = {
     "ADDED": "ADDED",
     "MODIFIED": "MODIFIED",
@@ -111,6 +113,7 @@ class KubeStore:
                 config.connection_pool_maxsize = POOL_SIZE
                 self.server = str(config.host)
                 self._client = ApiClient(configuration=config)
+                use_session_without_env_lookups(self._client, self.server)
                 self._core = CoreV1Api(self._client)
                 self._custom = CustomObjectsApi(self._client)
             return self._core, self._custom
@@ -252,11 +255,9 @@ class KubeStore:
         res, calls = await self._calls(resource)
         ns, name = key_of(obj)
         ns_or_none = self._namespace(res, ns)
-        body = copy.deepcopy(obj)
-        meta = body.setdefault("metadata", {})
-        meta.pop("resourceVersion", None)
-        meta.pop("uid", None)
-        meta.pop("creationTimestamp", None)
+        # Only metadata changes, so only it is copied: the rest is encoded as it is.
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_SET}
+        body = {**obj, "metadata": meta}
         created: dict[str, Any] = await self._send(
             self._call("create", res, ns_or_none, name),
             calls.create(ns_or_none, body, **self._opts()),

@@ -41,5 +41,11 @@ def object_changed(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def status_changed(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
-    changed: bool = _shown(current.get("status")) != _shown(wanted.get("status"))
+    """The statuses differ as the API shows them: an empty status (``{"ingress": []}``,
+    what a new object's model carries) is the same as none, which is how the server
+    answers it, so a create of a fresh object is one request, not a create and a
+    ``/status`` write."""
+    changed: bool = (_shown(current.get("status")) or None) != (
+        _shown(wanted.get("status")) or None
+    )
     return changed
