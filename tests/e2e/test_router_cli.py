@@ -122,6 +122,8 @@ def test_router_command_serves_survives_a_crash_and_stops(home: Path, tmp_path: 
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{prom}/metrics").read().decode()
             assert "template_router_reload_seconds" in metrics
             assert "template_router_reload_failure 0.0" in metrics
+            assert "haproxy_up 1.0" in metrics
+            assert 'pod="web-1",route="web"' in metrics  # a server series, labelled
             pid_file = socket_dir(home / "router-router") / "haproxy.pid"
             pid = int(pid_file.read_text().split()[0])
             # The router dies hard: HAProxy keeps serving.

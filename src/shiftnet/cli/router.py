@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> int:
         from shiftnet.private_files import ensure_private_dir
         from shiftnet.router import Router
-        from shiftnet.router.metrics import REGISTRY
+        from shiftnet.router.metrics import REGISTRY, HAProxyCollector
         from shiftnet.router.stats_auth import stats_line
         from shiftnet.store import open_store
 
@@ -72,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
             ensure_private_dir(args.state_dir)
         store = open_store(args.store)
         router = Router(store, config)
+        endpoint = None
         try:
-            serve_metrics(args.metrics_listen, REGISTRY)
+            haproxy = HAProxyCollector(router, asyncio.get_running_loop())
+            endpoint = serve_metrics(args.metrics_listen, REGISTRY, haproxy)
             await router.start()
             print(
                 f"router {config.name} serving http on {listen_address(config, config.http_port)}"
@@ -84,8 +86,12 @@ def run(args: argparse.Namespace) -> int:
             line = stats_line(router.stats_credentials, f"http://{stats_address(config)}/")
             if line:
                 print(line, flush=True)
+            if endpoint is not None:
+                print(f"metrics on {endpoint.url}", flush=True)
             await asyncio.Event().wait()
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             await router.stop()
             await store.close()
         return 0

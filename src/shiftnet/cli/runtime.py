@@ -95,20 +95,18 @@ def client_from_args(args: Any) -> contextlib.AbstractAsyncContextManager[Client
 
 def metrics_address(text: str) -> tuple[str, int]:
     """``--metrics-listen ADDR:PORT`` (``:PORT`` means 127.0.0.1), or one clear error."""
-    from shiftnet.errors import ConfigError
+    from shiftnet.metrics_endpoint import metrics_address as parse
 
-    host, _, port = text.rpartition(":")
-    number = int(port) if port.isdigit() else -1
-    if not 0 < number < 65536:
-        raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
-    return host or "127.0.0.1", number
+    return parse(text)
 
 
-def serve_metrics(listen: str | None, registry: Any) -> None:
-    """Start the Prometheus endpoint of a long-running sub-command when asked for."""
+def serve_metrics(listen: str | None, *collectors: Any) -> Any:
+    """Start the Prometheus endpoint of a long-running sub-command when asked for.
+
+    Returns the :class:`shiftnet.metrics_endpoint.MetricsEndpoint` (None when
+    not asked for); the command prints its ``url`` once it is ready."""
     if not listen:
-        return
-    from prometheus_client import start_http_server
+        return None
+    from shiftnet.metrics_endpoint import MetricsEndpoint
 
-    host, port = metrics_address(listen)
-    start_http_server(port, addr=host, registry=registry)
+    return MetricsEndpoint(listen, collectors)

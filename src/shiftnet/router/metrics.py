@@ -6,7 +6,26 @@ process from colliding on the global default registry.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from shiftnet.router.haproxy_stats import (
+    STAT_QUERY,
+    StatLabels,
+    families,
+    parse_stat_csv,
+    stat_labels,
+)
+
+log = logging.getLogger(__name__)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -64,3 +83,82 @@ BACKEND_ERRORS = Gauge(
     ["backend"],
     registry=REGISTRY,
 )
+
+
+class HAProxyCollector(Collector):
+    """OpenShift's ``haproxy_*`` series, read from HAProxy when Prometheus scrapes.
+
+    The HTTP endpoint runs in its own thread; the stats and their labels are
+    taken on the router's event loop (``router.haproxy_stats()``), so the
+    join never sees the router's maps half-updated. As OpenShift's exporter,
+    a scrape within ``base_interval`` seconds per 1,000 rows of the last one
+    is answered from that one: a scrape costs HAProxy a full ``show stat``.
+    """
+
+    def __init__(
+        self,
+        router: Any,
+        loop: asyncio.AbstractEventLoop,
+        base_interval: float = 5.0,
+        timeout: float = 5.0,
+    ) -> None:
+        self.router = router
+        self.loop = loop
+        self.base_interval = base_interval
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._last: list[Metric] = []
+        self._next = 0.0
+        self.scrapes = 0
+        self.up = 0.0
+
+    def describe(self) -> list[Metric]:
+        return []  # names depend on HAProxy's rows; no scrape at registration
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            now = time.monotonic()
+            if now >= self._next:
+                self._last = self._scrape()
+                rows = sum(len(f.samples) for f in self._last)
+                self._next = now + self.base_interval * (rows / 1000 + 1)
+            up = GaugeMetricFamily("haproxy_up", "Was the last scrape of HAProxy successful.")
+            up.add_metric([], self.up)
+            total = CounterMetricFamily("haproxy_exporter_total_scrapes", "HAProxy scrapes.")
+            total.add_metric([], self.scrapes)
+            yield from (up, total, *self._last)
+
+    def _scrape(self) -> list[Metric]:
+        self.scrapes += 1
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:  # on an event loop thread: waiting for the router's loop could deadlock
+            self.up = 0.0
+            return []
+        future = asyncio.run_coroutine_threadsafe(haproxy_stats(self.router), self.loop)
+        try:
+            text, labels = future.result(self.timeout)
+        except Exception as err:  # a failed scrape is haproxy_up 0, never a 500
+            future.cancel()
+            log.info("haproxy stats not read error=%s", err)
+            self.up = 0.0
+            return []
+        self.up = 1.0
+        return list(families(parse_stat_csv(text), labels))
+
+
+async def haproxy_stats(router: Any) -> tuple[str, StatLabels]:
+    """HAProxy's full ``show stat`` and who each row serves, read on the router's loop.
+
+    The labels join the router's assembly (route -> backend), its L7 policies
+    (servers -> pod, pool -> service) and what the driver has HAProxy run
+    (spares serving routes, filled slots)."""
+    text = await router.driver.runtime.query(STAT_QUERY)
+    assembly = router._assembly  # the router's own metrics read its state
+    if assembly is None:
+        return text, StatLabels()
+    policies = router._models.policies
+    driver = router.driver
+    return text, stat_labels(assembly.backends, policies, driver.live_backends, driver.aliases)

@@ -32,7 +32,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from shiftnet.router import metrics
@@ -240,6 +240,11 @@ class HAProxyDriver:
     async def flush(self) -> None:
         """Apply the pending change now (tests, start-up)."""
         await self._runner.flush()
+
+    @property
+    def live_backends(self) -> Mapping[str, Backend]:
+        """The backends HAProxy runs now, by proxy name (spares under their own names)."""
+        return self._live.backends if self._live is not None else {}
 
     @property
     def aliases(self) -> dict[str, str]:
