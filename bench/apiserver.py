@@ -6,10 +6,14 @@ kubeconfig and admin bearer token it writes, a free loopback port) is
 measured against the same kind of store used in-process through
 ``shiftnet.client.Client``:
 
-* **creates**: K Routes per round through the API and K straight into a
-  second fresh store (``Client.create``), the same number in flight on both
-  sides; rounds alternate which side goes first; creates/s and p50/p99
-  latency, median over rounds;
+* **creates**: K Routes per round on each of three sides, the same number in
+  flight on each: through the API with the official client; through the API
+  with ``Client.create`` over the ``kube://`` store (what shiftnet's remote
+  components use); and ``Client.create`` straight into a second fresh SQLite
+  store in this process. Rounds rotate which side goes first; creates/s,
+  p50/p99 latency and the CPU per create of the server and of the client
+  (``/proc``), median over rounds, and each API side's rate over the store's
+  in the same round;
 * **list** of ``--routes`` Routes, as JSON and as a Table (``Accept:
   application/json;as=Table;v=v1;g=meta.k8s.io``), next to ``Store.list`` of
   the same rows in-process; interleaved rounds, median;
@@ -20,9 +24,11 @@ measured against the same kind of store used in-process through
 * **RSS** of the API server process: idle, and with all the routes and the
   watchers connected (after the lists), and its peak.
 
-The API client is the official ``kubernetes`` Python client (urllib3: a pool
-of HTTP/1.1 keep-alive connections, one thread per request in flight),
-configured from the kubeconfig the server wrote. The ``--routes`` listed are
+The official ``kubernetes`` Python client (urllib3: a pool of HTTP/1.1
+keep-alive connections, one thread per request in flight) is configured
+from the kubeconfig the server wrote, as is the ``kube://`` store
+(``kubernetes_asyncio``: one event loop, an aiohttp keep-alive pool); the
+lists and watches use the official client. The ``--routes`` listed are
 the API's creates plus Routes written through ``Client`` into the API
 server's SQLite file. Prints a table with a verdict against each goal and
 writes JSON.
@@ -300,24 +306,36 @@ async def store_creates(
     return time.perf_counter() - t0, latencies
 
 
+SIDES = ("api", "kube", "store")  # official client | Client over kube:// | Client over sqlite://
+
+
 def create_rounds(
-    api: Api, server: Server, side_client: Any, runner: asyncio.Runner, args: argparse.Namespace
+    api: Api,
+    server: Server,
+    clients: dict[str, Any],
+    runner: asyncio.Runner,
+    args: argparse.Namespace,
 ) -> list[CreateRound]:
+    """Rounds of K creates on each side, the side that goes first rotating each round.
+
+    ``clients``: ``Client`` over the API server (``kube``) and over a fresh SQLite
+    store in this process (``store``): the same call, the same concurrency."""
     rounds: list[CreateRound] = []
     k, pid = args.creates, server.proc.pid
     for r in range(args.rounds):
-        for side in ("api", "store") if r % 2 == 0 else ("store", "api"):
+        for side in SIDES[r % 3 :] + SIDES[: r % 3]:
             names = [f"{side}-{r}-{i}" for i in range(k)]
             srv0, own0 = cpu_seconds(pid), own_cpu_seconds()
             if side == "api":
                 secs, lat, _ = api_creates(api, CREATE_NS, names, args.concurrency)
-                srv, own = cpu_seconds(pid) - srv0, own_cpu_seconds() - own0
-                rounds.append(CreateRound(side, k, secs, lat, srv * 1000 / k, own * 1000 / k))
             else:
-                coro = store_creates(side_client, CREATE_NS, names, args.concurrency)
+                coro = store_creates(clients[side], CREATE_NS, names, args.concurrency)
                 secs, lat = runner.run(coro)
-                own = own_cpu_seconds() - own0
+            srv, own = cpu_seconds(pid) - srv0, own_cpu_seconds() - own0
+            if side == "store":  # this process is the whole path
                 rounds.append(CreateRound(side, k, secs, lat, own * 1000 / k))
+            else:
+                rounds.append(CreateRound(side, k, secs, lat, srv * 1000 / k, own * 1000 / k))
             print(f"  round {r + 1} {side:<5} {rounds[-1].summary()}", flush=True)
     return rounds
 
@@ -328,10 +346,10 @@ def median_round(rounds: list[CreateRound], side: str) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in mine) for key in mine[0]}
 
 
-def paired_ratio(rounds: list[CreateRound]) -> float:
-    """API rate over store rate within each round (the two back to back), median over rounds:
-    a load change between rounds moves both sides of a pair alike."""
-    api = [r for r in rounds if r.side == "api"]
+def paired_ratio(rounds: list[CreateRound], side: str) -> float:
+    """``side``'s rate over the store's within each round (back to back), median over the
+    rounds: a load change between rounds moves both sides of a pair alike."""
+    api = [r for r in rounds if r.side == side]
     store = [r for r in rounds if r.side == "store"]
     pairs = [(a.count / a.seconds) / (s.count / s.seconds) for a, s in zip(api, store, strict=True)]
     return round(statistics.median(pairs), 3)
@@ -606,22 +624,29 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
     api = Api.connect(server.kubeconfig, args.concurrency)
     with asyncio.Runner() as runner:
         side_store = open_store(f"sqlite://{tmp}/side/state.db")
-        side = Client(side_store)
+        kube_store = open_store(f"kube://{server.kubeconfig}")
+        clients = {"store": Client(side_store), "kube": Client(kube_store)}
         try:
             for ns in (CREATE_NS, WATCH_NS):
                 api.core.create_namespace(namespace_body(ns))
-            runner.run(side.create(Namespace.model_validate(namespace_body(CREATE_NS))))
-            # open the pool's connections (TLS handshakes) and load lazily imported code
-            warm = [f"warm-{i}" for i in range(2 * args.concurrency)]
-            api_creates(api, CREATE_NS, warm, args.concurrency)
-            runner.run(store_creates(side, CREATE_NS, warm, args.concurrency))
+            runner.run(clients["store"].create(Namespace.model_validate(namespace_body(CREATE_NS))))
+            # open the pools' connections (TLS handshakes) and load lazily imported code
+            warm = {
+                side: [f"warm-{side}-{i}" for i in range(2 * args.concurrency)] for side in SIDES
+            }
+            api_creates(api, CREATE_NS, warm["api"], args.concurrency)
+            for side in ("kube", "store"):
+                runner.run(store_creates(clients[side], CREATE_NS, warm[side], args.concurrency))
 
             print(f"creates: {args.rounds} rounds x {args.creates} per side", flush=True)
-            rounds = create_rounds(api, server, side, runner, args)
-            result["creates"] = {s: median_round(rounds, s) for s in ("api", "store")}
-            result["creates"]["paired_ratio"] = paired_ratio(rounds)
+            rounds = create_rounds(api, server, clients, runner, args)
+            result["creates"] = {s: median_round(rounds, s) for s in SIDES}
+            result["creates"]["paired_ratio"] = paired_ratio(rounds, "api")
+            result["creates"]["kube_paired_ratio"] = paired_ratio(rounds, "kube")
             result["creates"]["rounds"] = [{"side": r.side, **r.summary()} for r in rounds]
-            seed_count = args.routes - args.rounds * args.creates - len(warm) - args.watch_creates
+            # the API server's store holds the official client's and the kube side's creates
+            made = sum(args.rounds * args.creates + len(warm[side]) for side in ("api", "kube"))
+            seed_count = args.routes - made - args.watch_creates
             if seed_count < 0:
                 raise RuntimeError("--routes is smaller than the routes the creates make")
             secs = runner.run(seed(server.store_url, seed_count))
@@ -641,6 +666,7 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
         finally:
             api.close()
             runner.run(side_store.close())
+            runner.run(kube_store.close())
     return result
 
 
@@ -651,23 +677,38 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def create_rows(
+    args: argparse.Namespace, res: dict[str, Any]
+) -> list[tuple[str, str, str, str, str, str]]:
+    """Both API clients' creates next to the in-process store's."""
+    store = res["creates"]["store"]
+    rows = []
+    for side, label, key in (
+        ("api", "official client (threads)", "paired_ratio"),
+        ("kube", "Client over kube://", "kube_paired_ratio"),
+    ):
+        got, ratio = res["creates"][side], res["creates"][key]
+        rows += [
+            (f"creates/s, {label}", f"{got['creates_per_s']:.0f}",
+             f"{store['creates_per_s']:.0f}", f"{ratio:.2f}", f">= {CREATE_RATIO_GOAL} x store",
+             verdict(ratio >= CREATE_RATIO_GOAL)),
+            ("  latency p50 / p99 (ms)", f"{got['p50_ms']:.1f} / {got['p99_ms']:.1f}",
+             f"{store['p50_ms']:.1f} / {store['p99_ms']:.1f}", "", "", ""),
+            ("  CPU ms per create: server + client | store",
+             f"{got['cpu_ms_per_create']:.2f} + {got['client_cpu_ms_per_create']:.2f}",
+             f"{store['cpu_ms_per_create']:.2f}", "", "", ""),
+        ]  # fmt: skip
+    return rows
+
+
 def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
-    api, store = res["creates"]["api"], res["creates"]["store"]
-    ratio = res["creates"]["paired_ratio"]
     lj, lt, ls = res["list"]["json"], res["list"]["table"], res["list"]["store"]
     wa, ws = res["watch"]["api"], res["watch"]["store"]
     rss = res["rss_mb"]
     n, w = f"{args.routes:,}", args.watchers
     rows = [
         ("measure", "API server (HTTPS)", "store (in-process)", "API/store", "goal", "verdict"),
-        (f"creates/s ({args.concurrency} in flight)", f"{api['creates_per_s']:.0f}",
-         f"{store['creates_per_s']:.0f}", f"{ratio:.2f}", f">= {CREATE_RATIO_GOAL} x store",
-         verdict(ratio >= CREATE_RATIO_GOAL)),
-        ("create latency p50 / p99 (ms)", f"{api['p50_ms']:.1f} / {api['p99_ms']:.1f}",
-         f"{store['p50_ms']:.1f} / {store['p99_ms']:.1f}", "", "", ""),
-        ("CPU ms per create: server + client | store",
-         f"{api['cpu_ms_per_create']:.2f} + {api['client_cpu_ms_per_create']:.2f}",
-         f"{store['cpu_ms_per_create']:.2f}", "", "", ""),
+        *create_rows(args, res),
         (f"list {n} routes, JSON (s)", f"{lj['median_s']:.3f}", f"{ls['median_s']:.3f}",
          f"{lj['median_s'] / ls['median_s']:.1f}", f"< {LIST_GOAL_S:g} s",
          verdict(lj["median_s"] < LIST_GOAL_S)),
@@ -696,13 +737,15 @@ def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
     load = " ".join(f"{x:.2f}" for x in res["load_before"])
     load_after = " ".join(f"{x:.2f}" for x in res["load_after"])
     print(
-        f"\nmedians of {args.rounds} create rounds x {args.creates} per side and "
+        f"\ncreates: {args.concurrency} in flight per side; "
+        f"medians of {args.rounds} create rounds x {args.creates} per side and "
         f"{args.list_rounds} list rounds; watch: {args.watch_creates} creates, "
         f"{args.watch_concurrency} in flight ({res['watch']['creates_per_s']:.0f}/s; CPU per "
         f"create: server {res['watch']['server_cpu_ms_per_create']:.2f} ms, the {w} watchers "
         f"{res['watch']['watchers_cpu_ms_per_create']:.2f} ms), "
         f"{wa.get('missing', '?')} events missing; API/store creates: the median of the rounds' "
-        f"paired ratios; load average {load} before, {load_after} after"
+        f"paired ratios (store: Client over sqlite:// in this process); "
+        f"load average {load} before, {load_after} after"
     )
 
 
@@ -762,6 +805,12 @@ def child_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def kubernetes_asyncio_version() -> str:
+    from importlib.metadata import version
+
+    return version("kubernetes_asyncio")
+
+
 def main() -> int:
     args = parse_args()
     if args._watchers:
@@ -797,7 +846,11 @@ def main() -> int:
     out = {
         "benchmark": "apiserver",
         "params": {k: v for k, v in vars(args).items() if not k.startswith("_")},
-        "client": f"kubernetes {kubernetes.__version__} (urllib3 keep-alive pool, threads)",
+        "client": {
+            "api": f"kubernetes {kubernetes.__version__} (urllib3 keep-alive pool, threads)",
+            "kube": "shiftnet Client over kube:// "
+            f"(kubernetes_asyncio {kubernetes_asyncio_version()})",
+        },
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
