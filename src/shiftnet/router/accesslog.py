@@ -14,9 +14,10 @@ prefixed with the time of receipt and the route named through the router's
 structured description (:class:`RouteNames`). When the file would grow
 past its bound it is renamed to ``access.log.1`` (replacing the older one),
 so the log never holds more than two files of ``max_bytes`` each. Datagrams
-that arrive in one loop turn are written with one ``write``; a message that
-is not in the router's format (``ROUTER_SYSLOG_FORMAT``) is written as it
-came. Control characters never reach the file.
+that arrive in one loop turn are written with one ``write``. HAProxy's
+other messages (servers up or down, proxies stopped by a reload) are left
+out; with ``ROUTER_SYSLOG_FORMAT`` every message is written as it came.
+Control characters never reach the file.
 """
 
 from __future__ import annotations
@@ -55,13 +56,20 @@ def _visible(text: str) -> str:
     return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def format_line(message: bytes, names: RouteNames, now: datetime.datetime) -> str | None:
-    """One file line from one HAProxy message (None: a message the log leaves out)."""
+def format_line(
+    message: bytes, names: RouteNames, now: datetime.datetime, own_format: bool = True
+) -> str | None:
+    """One file line from one HAProxy message (None: a message the log leaves out).
+
+    With the router's own format, HAProxy's other messages (a server going
+    down, a proxy stopped by a reload: hundreds per reload) are left out;
+    with ``ROUTER_SYSLOG_FORMAT`` every message is written as it came.
+    """
     text = message.decode("utf-8", "backslashreplace").rstrip("\n")
     stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
     fields = text.split(" ", FIXED_FIELDS)
     if len(fields) < FIXED_FIELDS or fields[0] not in ("H", "T"):
-        return f"{stamp} {_visible(text)}\n"
+        return None if own_format else f"{stamp} {_visible(text)}\n"
     kind, backend, server, status, sent, timings, client, term, host, path = fields[:FIXED_FIELDS]
     if kind == "T" and backend == SNI_BACKEND:
         return None  # the TLS hop to fe_sni, which logs the request itself
@@ -146,8 +154,10 @@ class AccessLog:
         file_path: Path,
         max_bytes: int,
         names: Callable[[], RouteNames],
+        own_format: bool = True,
     ) -> None:
         self.socket_path = socket_path
+        self.own_format = own_format
         self.file = AccessLogFile(file_path, max_bytes)
         self._names = names
         self._pending: list[bytes] = []
@@ -192,7 +202,8 @@ class AccessLog:
             return
         names = self._names()
         now = datetime.datetime.now(datetime.UTC)
-        lines = [line for m in pending if (line := format_line(m, names, now)) is not None]
+        own = self.own_format
+        lines = [line for m in pending if (line := format_line(m, names, now, own)) is not None]
         try:
             self.file.write(lines)
             self.written_count += len(lines)

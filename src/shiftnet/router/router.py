@@ -180,6 +180,7 @@ class Router:
                 log_path(self.work_dir),
                 self.config.access_log_max_bytes,
                 self.route_names,
+                own_format=self.config.syslog_format is None,
             )
             await self.access_log.start()
         await self.driver.start()

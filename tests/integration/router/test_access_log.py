@@ -258,3 +258,45 @@ def test_shiftnet_router_refuses_a_hostile_capture_name_at_start(tmp_path: Path)
     line = one_error_line(res.stderr)
     assert "ROUTER_CAPTURE_HTTP_REQUEST_HEADERS=" in line and "not an HTTP token" in line
     assert not (home / "router-router").exists()  # nothing started, nothing written
+
+
+async def test_syslog_address_gets_openshifts_httplog_lines(tmp_path: Path) -> None:
+    syslog = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    syslog.bind(("127.0.0.1", 0))
+    syslog.setblocking(False)
+    address = f"127.0.0.1:{syslog.getsockname()[1]}"
+    received: list[bytes] = []
+
+    async def drain() -> None:  # from the start: a reload alone sends hundreds of notices
+        loop = asyncio.get_running_loop()
+        while True:
+            received.append(await loop.sock_recv(syslog, 65536))
+
+    reader = asyncio.create_task(drain())
+    env = RouterEnv(tmp_path, {"ROUTER_SYSLOG_ADDRESS": address, "ROUTER_LOG_LEVEL": "info"})
+    try:
+        await env.start()
+        assert env.router.access_log is None  # the syslog server gets the lines instead
+        with backends("pod") as pods:
+            await env.apply(
+                namespace("sys"),
+                service("sys", "web"),
+                endpoints("sys", "web", pods),
+                route("sys", "web", "sys.example.com", "web", annotations=NO_COOKIES),
+            )
+            await ready(env, "sys.example.com")
+            assert (await env.get("sys.example.com", "/to-syslog")).status == 200
+
+            async def logged() -> bytes | None:
+                return next((d for d in received if b"/to-syslog" in d), None)
+
+            line = (await env.eventually(logged)).decode()
+        # RFC 3164 header with facility local1 (17) and level info (6): <142>
+        assert line.startswith("<142>")
+        assert re.search(r" public be_http:sys:web/s\d+ ", line)  # option httplog's fields
+        assert '"GET /to-syslog HTTP/1.1"' in line
+        assert not log_path(env.work_dir).exists()
+    finally:
+        reader.cancel()
+        syslog.close()
+        await env.stop()

@@ -71,5 +71,11 @@ def test_control_bytes_never_reach_the_file() -> None:
     odd = b'H be_http:shop:api s1 200 1 0/0/0/0/0 1.2.3.4:5 ---- h / "GET /\x1b[2J\x00 HTTP/1.1"\n'
     line = format_line(odd, NAMES, NOW)
     assert line is not None and line.count("\n") == 1 and "\\x1b[2J\\x00" in line
-    custom = format_line(b"my own\x07format\n", NAMES, NOW)
+    custom = format_line(b"my own\x07format\n", NAMES, NOW, own_format=False)
     assert custom == "2026-01-02T03:04:05.678Z my own\\x07format\n"
+
+
+def test_haproxy_notices_left_out_of_the_own_format() -> None:
+    notice = b"Proxy be_spare_http:3 stopped (cumulated conns: FE: 0, BE: 0).\n"
+    assert format_line(notice, NAMES, NOW) is None
+    assert format_line(notice, NAMES, NOW, own_format=False) is not None
