@@ -35,6 +35,7 @@ from shiftnet.api import (
 )
 from shiftnet.client import Client
 from shiftnet.errors import ShiftnetError
+from shiftnet.events.recorder import EventRecorder
 from shiftnet.informer import Informers
 from shiftnet.private_files import ensure_private_dir, ensure_private_tree
 from shiftnet.router import metrics
@@ -94,6 +95,7 @@ class Router:
     ) -> None:
         self.store = store
         self.client = Client(store)
+        self.events = EventRecorder(self.client, "router", host=config.name)
         limits = fit_limits(config.max_connections)
         log_limits_once(limits)
         self.limits = limits
@@ -183,6 +185,7 @@ class Router:
                 own_format=self.config.syslog_format is None,
             )
             await self.access_log.start()
+        await self.events.start()
         await self.driver.start()
         await self.informers.start()
         await self.sync_now()
@@ -211,6 +214,7 @@ class Router:
         await self._fast_runner.stop()
         await self._runner.stop()
         await self._status_runner.stop()
+        await self.events.stop()
         if self._own_informers:
             await self.informers.stop()
         await self.driver.stop(stop_haproxy=stop_haproxy)
@@ -465,7 +469,7 @@ class Router:
                     if seen is not None and seen[0] == version and seen[1] == desired:
                         continue  # this very route version already carries this entry
                     if needs_write(route, desired):
-                        await write_status(self.client, route, desired)
+                        await write_status(self.client, route, desired, self.events)
                     else:
                         self._status_seen[key] = (version, desired)
                 elif (
