@@ -200,6 +200,16 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             timeout=30,
         )
         assert "podserver pod=hello-1 ns=demo listening on" in logs.stdout, logs.stderr
+        # The router's access log names the route and server of the request made above.
+        assert "shiftnet logs router -f" in out, out
+        access = subprocess.run(
+            [str(SHIFTNET), "logs", "router"], env=env, capture_output=True, text=True, timeout=30
+        )
+        assert access.returncode == 0, access.stderr
+        assert re.search(
+            r" route=mynamespace:test backend=\S+ server=s\d+ status=200 .*\"GET /hello ",
+            access.stdout,
+        ), access.stdout
         # kubectl, with the kubeconfig `up` printed, sees the same pods and their logs.
         assert f"export KUBECONFIG={state / 'kubeconfig'}" in out, out
         kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))

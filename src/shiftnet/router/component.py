@@ -43,6 +43,12 @@ class RouterComponent:
         )
 
     def hints(self) -> list[str]:
-        """The stats page and its credentials (the password only when just generated)."""
+        """The stats page and its credentials (the password only when just generated), and
+        how to read the access log."""
         line = stats_line(self.router.stats_credentials, f"http://{stats_address(self.config)}/")
-        return [line] if line else []
+        lines = [line] if line else []
+        if self.config.own_access_log:
+            lines.append(
+                "shiftnet logs router -f    # each request: route, server, status, timings"
+            )
+        return lines
