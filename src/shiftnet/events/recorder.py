@@ -195,7 +195,7 @@ class EventRecorder:
                 try:
                     await self._write(key, pending)
                     self.written += 1
-                except ShiftnetError as err:
+                except (ShiftnetError, OSError) as err:  # best effort: lose the event only
                     self.failed += 1
                     log.warning(
                         "event not written component=%s reason=%s object=%s/%s error=%s",
