@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -103,6 +104,13 @@ def register(subparsers: Any) -> None:
         help="answer kube-dns wildcard queries ('*' as the endpoint, service, namespace, port "
         "or protocol label; env SHIFTNET_DNS_WILDCARDS; default off, as CoreDNS 1.9+)",
     )
+    p.add_argument(
+        "--metrics-listen",
+        metavar="ADDR:PORT",
+        default=os.environ.get("SHIFTNET_DNS_METRICS_LISTEN") or None,
+        help="serve Prometheus metrics (CoreDNS's names) on ADDR:PORT/metrics; :PORT means "
+        "127.0.0.1 (env SHIFTNET_DNS_METRICS_LISTEN; default off)",
+    )
     p.set_defaults(func=run_server)
     sub = p.add_subparsers(dest="dns_command", metavar="[resolv-conf NAMESPACE]")
     rc = sub.add_parser(
@@ -161,19 +169,12 @@ def run_resolv_conf(args: argparse.Namespace) -> int:
     return 0
 
 
-def register_metrics(server: Any) -> None:
-    """Expose the server's counters in the process-wide Prometheus registry."""
-    from prometheus_client import REGISTRY
-
-    from shiftnet.dns.metrics import DNSCollector
-
-    REGISTRY.register(DNSCollector(server))
-
-
 def run_server(args: argparse.Namespace) -> int:
-    from shiftnet.cli.runtime import run_async
+    from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
 
     cfg = _config(args)
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
 
     async def serve() -> int:
         from shiftnet.dns import DNSServer
@@ -183,14 +184,21 @@ def run_server(args: argparse.Namespace) -> int:
         if args.store.startswith("sqlite:"):
             ensure_private_dir(args.state_dir)
         store = open_store(args.store)
+        from shiftnet.dns.metrics import DNSCollector
+
         server = DNSServer(store, cfg)
-        register_metrics(server)
+        endpoint = None
         try:
             await server.start()
+            endpoint = serve_metrics(args.metrics_listen, DNSCollector(server))
             host, port = server.address
             print(f"cluster DNS for {cfg.zone_domain} on {host}:{port} (udp, tcp)", flush=True)
+            if endpoint is not None:
+                print(f"metrics on {endpoint.url}", flush=True)
             await asyncio.Event().wait()
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             await server.stop()
             await store.close()
         return 0

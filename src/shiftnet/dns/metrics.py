@@ -1,7 +1,10 @@
-"""Prometheus view of the DNS server's counters.
+"""Prometheus view of the DNS server's counters, with CoreDNS's names where CoreDNS has one.
 
-The hot path only bumps plain integers in ``DNSServer.stats``; this collector
-reads them at scrape time, so serving a query never takes a metrics lock.
+The hot path only bumps plain integers in ``DNSServer.stats`` and
+``DNSServer.traffic``; this collector reads them at scrape time, so serving a
+query never takes a metrics lock. ``server`` is ``dns://ADDR:PORT`` and the
+zone ``.`` (one server block answers the cluster zone and forwards the rest,
+as CoreDNS's default Corefile in Kubernetes).
 """
 
 from __future__ import annotations
@@ -9,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -32,7 +40,8 @@ class DNSCollector(Collector):
     def __init__(self, server: DNSServer) -> None:
         self.server = server
 
-    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
+        yield from self._coredns()
         stats = self.server.stats
         queries = CounterMetricFamily(
             "shiftnet_dns_queries", "DNS queries received", labels=["transport"]
@@ -45,3 +54,55 @@ class DNSCollector(Collector):
         yield GaugeMetricFamily(
             "shiftnet_dns_zone_records", "Records in the cluster zone", value=len(self.server.zone)
         )
+
+    def _coredns(self) -> Iterator[Metric]:
+        host, port = self.server.address
+        server = f"dns://{host}:{port}"
+        traffic = self.server.traffic
+        requests = CounterMetricFamily(
+            "coredns_dns_requests",
+            "Counter of DNS requests made per zone, protocol and family.",
+            labels=["server", "zone", "proto", "family", "type"],
+        )
+        for (proto, family, qtype), n in sorted(traffic.requests.items()):
+            requests.add_metric([server, ".", proto, family, qtype], n)
+        yield requests
+        responses = CounterMetricFamily(
+            "coredns_dns_responses",
+            "Counter of response status codes.",
+            labels=["server", "zone", "rcode"],
+        )
+        for rcode, n in sorted(traffic.responses.items()):
+            responses.add_metric([server, ".", rcode], n)
+        yield responses
+        tables = (
+            ("coredns_dns_request_duration_seconds", "Histogram of the time (in seconds) each "
+             "request took per zone.", "type", traffic.durations),
+            ("coredns_dns_request_size_bytes", "Size of the EDNS0 UDP buffer in bytes (64K for "
+             "TCP) per zone and protocol.", "proto", traffic.request_sizes),
+            ("coredns_dns_response_size_bytes", "Size of the returned response in bytes.",
+             "proto", traffic.response_sizes),
+        )  # fmt: skip
+        for name, doc, label, table in tables:
+            histograms = HistogramMetricFamily(name, doc, labels=["server", "zone", label])
+            for key, histogram in sorted(table.items()):
+                histograms.add_metric(
+                    [server, ".", key], histogram.cumulative(), sum_value=histogram.total
+                )
+            yield histograms
+        upstreams = self.server.upstreams
+        if upstreams is None:
+            return
+        hits = CounterMetricFamily(
+            "coredns_cache_hits",
+            "The count of cache hits.",
+            labels=["server", "type", "zones"],
+        )
+        for kind, n in sorted(upstreams.cache.hits.items()):
+            hits.add_metric([server, kind, "."], n)
+        yield hits
+        misses = CounterMetricFamily(
+            "coredns_cache_misses", "The count of cache misses.", labels=["server", "zones"]
+        )
+        misses.add_metric([server, "."], upstreams.cache.misses)
+        yield misses

@@ -30,6 +30,7 @@ from shiftnet.dns.podindex import PodIPIndex
 from shiftnet.dns.records import network_cidrs
 from shiftnet.dns.responder import Chase, Forward, Responder
 from shiftnet.dns.tcp_slots import TCPSlots
+from shiftnet.dns.traffic import Traffic
 from shiftnet.dns.upstream import Upstreams
 from shiftnet.dns.zone import MAX_CNAME_CHAIN, Zone, ZoneConfig, build_zone
 from shiftnet.errors import ConfigError, shorten
@@ -93,6 +94,7 @@ class DNSServer:
             "tcp_evicted": 0,
             "tcp_refused": 0,
         }
+        self.traffic = Traffic()  # CoreDNS's series (metrics.py)
         self._udp: socket.socket | None = None
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -273,6 +275,8 @@ class DNSServer:
             return
         responder = self.responder
         stats = self.stats
+        traffic = self.traffic
+        clock = time.perf_counter
         for _ in range(UDP_BATCH):
             try:
                 data, addr = sock.recvfrom(65535)
@@ -280,15 +284,18 @@ class DNSServer:
                 return
             except OSError:  # e.g. an ICMP error queued for an earlier reply
                 continue
+            start = clock()
             stats["udp_queries"] += 1
+            qtype = traffic.request(data, "udp", "2" if len(addr) > 2 else "1")
             try:
                 reply = responder.fast(data)
                 if reply is not None:
                     stats["fast_answers"] += 1
                 else:
-                    reply = self._slow_udp(data, addr)
+                    reply = self._slow_udp(data, addr, qtype, start)
                 if reply is not None:
                     sock.sendto(reply, addr)
+                    traffic.response(reply, "udp", qtype, clock() - start)
             except (BlockingIOError, InterruptedError):
                 stats["dropped"] += 1  # send buffer full: the client retries
             except OSError:
@@ -302,19 +309,20 @@ class DNSServer:
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
 
-    def _slow_udp(self, data: bytes, addr: Any) -> bytes | None:
+    def _slow_udp(self, data: bytes, addr: Any, qtype: str, start: float) -> bytes | None:
         result = self.responder.respond(data, udp=True)
         if isinstance(result, (Forward, Chase)):
-            self._forward(result, lambda wire: self._send_udp(wire, addr), udp=True)
+            self._forward(result, lambda wire: self._send_udp(wire, addr, qtype, start), udp=True)
             return None
         if result is None:
             self.stats["dropped"] += 1
         return result
 
-    def _send_udp(self, wire: bytes, addr: Any) -> None:
+    def _send_udp(self, wire: bytes, addr: Any, qtype: str, start: float) -> None:
         if self._udp is not None:
             with contextlib.suppress(OSError):
                 self._udp.sendto(wire, addr)
+                self.traffic.response(wire, "udp", qtype, time.perf_counter() - start)
 
     # ------------------------------------------------------------ forwarding
 
@@ -375,6 +383,8 @@ class DNSServer:
             writer.close()
             return
         idle = self.config.tcp_idle_timeout
+        peer = writer.get_extra_info("peername")
+        family = "2" if isinstance(peer, tuple) and len(peer) > 2 else "1"
         try:
             while True:
                 try:
@@ -389,10 +399,13 @@ class DNSServer:
                     break  # evicted while its query arrived
                 slots.busy(writer)
                 self.stats["tcp_queries"] += 1
+                start = time.perf_counter()
+                qtype = self.traffic.request(data, "tcp", family)
                 reply = await self._answer_tcp(data)
                 if reply is not None:
                     writer.write(len(reply).to_bytes(2, "big") + reply)
                     await asyncio.wait_for(writer.drain(), idle)  # a client that never reads
+                    self.traffic.response(reply, "tcp", qtype, time.perf_counter() - start)
                 slots.idle(writer)
         except (ConnectionError, TimeoutError):
             pass

@@ -98,6 +98,8 @@ class AnswerCache:
         self.max_entries = max_entries
         self.max_ttl = max_ttl
         self._entries: OrderedDict[CacheKey, tuple[float, float, UpstreamAnswer]] = OrderedDict()
+        self.hits = {"success": 0, "denial": 0}  # CoreDNS's cache types (NXDOMAIN/NODATA: denial)
+        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -105,12 +107,15 @@ class AnswerCache:
     def get(self, key: CacheKey, now: float) -> UpstreamAnswer | None:
         entry = self._entries.get(key)
         if entry is None:
+            self.misses += 1
             return None
         stored, expires, answer = entry
         if now >= expires:
             del self._entries[key]
+            self.misses += 1
             return None
         self._entries.move_to_end(key)
+        self.hits["success" if answer.rcode == 0 and answer.answer else "denial"] += 1
         elapsed = int(now - stored)
         return UpstreamAnswer(
             answer.rcode,

@@ -145,3 +145,41 @@ def test_port_in_use_is_one_sentence(tmp_path: Path) -> None:
         r = shiftnet(tmp_path, "dns", "--listen", f"127.0.0.1:{port}")
     assert r.returncode == 1
     assert r.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_metrics_listen_serves_coredns_series_on_loopback(tmp_path: Path) -> None:
+    from tests.support.ports import free_port
+    from tests.support.scrape import scrape
+
+    port, prom = free_udp_tcp_port(), free_port()
+    env = dict(os.environ, SHIFTNET_HOME=str(tmp_path))
+    env.pop("SHIFTNET_STORE", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shiftnet.cli.main", "dns", "--listen", f"127.0.0.1:{port}",
+         "--metrics-listen", f":{prom}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert "cluster DNS for" in proc.stdout.readline()
+        assert proc.stdout.readline().strip() == f"metrics on http://127.0.0.1:{prom}/metrics"
+        for _ in range(3):
+            subprocess.run(
+                ["dig", "@127.0.0.1", "-p", str(port), "+time=1", "+tries=1",
+                 "nothing.default.svc.cluster.local", "MX"],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+        found = scrape(f"http://127.0.0.1:{prom}/metrics")
+        server = f"dns://127.0.0.1:{port}"
+        assert found.value("coredns_dns_requests_total", server=server, type="MX") == 3
+        assert found.value("coredns_dns_responses_total", server=server, rcode="NXDOMAIN") == 3
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert "Traceback" not in err
+
+
+def test_bad_metrics_listen_is_one_sentence(tmp_path: Path) -> None:
+    res = shiftnet(tmp_path, "dns", "--metrics-listen", "somewhere")
+    assert res.returncode != 0
+    assert res.stderr.strip().count("\n") == 0 and "--metrics-listen" in res.stderr, res.stderr

@@ -88,9 +88,10 @@ def test_metrics_collector_reads_the_server_counters() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
     from shiftnet.dns.metrics import DNSCollector
+    from shiftnet.dns.traffic import Traffic
     from shiftnet.dns.zone import ZoneConfig, build_zone
 
-    class FakeServer:  # only the two attributes the collector reads
+    class FakeServer:  # only the attributes the collector reads
         stats = {
             "udp_queries": 7,
             "tcp_queries": 2,
@@ -105,6 +106,9 @@ def test_metrics_collector_reads_the_server_counters() -> None:
             "tcp_refused": 0,
         }
         zone = build_zone([], [], ZoneConfig())
+        address = ("127.0.0.1", 5353)
+        traffic = Traffic()
+        upstreams = None
 
     registry = CollectorRegistry()
     registry.register(DNSCollector(FakeServer()))  # type: ignore[arg-type]
