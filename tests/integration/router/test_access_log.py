@@ -22,6 +22,7 @@ from tests.support.cli import SHIFTNET, Shiftnet, one_error_line
 from tests.support.leaks import LeakProbe
 from tests.support.ports import free_port
 from tests.support.router import RouterEnv, endpoints, namespace, route, service
+from tests.support.tls import TestCA
 
 from shiftnet.router.accesslog import log_path
 from shiftnet.router.haproxy.names import LOG_SOCKET
@@ -299,4 +300,29 @@ async def test_syslog_address_gets_openshifts_httplog_lines(tmp_path: Path) -> N
     finally:
         reader.cancel()
         syslog.close()
+        await env.stop()
+
+
+async def test_passthrough_connection_is_logged_with_its_route_by_sni(tmp_path: Path) -> None:
+    env = RouterEnv(tmp_path)
+    pod_cert = TestCA("pod CA").issue("pass.example.com")
+    try:
+        await env.start()
+        with backends("pass-pod", tls=pod_cert) as pods:
+            await env.apply(
+                namespace("tcp"),
+                service("tcp", "pass"),
+                endpoints("tcp", "pass", pods),
+                route(
+                    "tcp", "pass", "pass.example.com", "pass", tls={"termination": "passthrough"}
+                ),
+            )
+            await ready(env, "pass.example.com", tls=True)
+            # (earlier tries, before the route was served, ended in the default backend)
+            line = (await lines_with(env, " route=tcp:pass "))[-1]
+        # A new route is served by a spare backend at first (no reload): named all the same.
+        assert re.search(r" route=tcp:pass backend=be_(tcp:tcp:pass|spare_tcp:\d+) ", line)
+        assert line.rstrip().endswith(" host=pass.example.com")  # the SNI
+        assert re.search(r" server=s\d+ status=- bytes=\d+ timings=\d+/\d+/\d+ ", line)
+    finally:
         await env.stop()
