@@ -326,3 +326,29 @@ async def test_passthrough_connection_is_logged_with_its_route_by_sni(tmp_path: 
         assert re.search(r" server=s\d+ status=- bytes=\d+ timings=\d+/\d+/\d+ ", line)
     finally:
         await env.stop()
+
+
+async def test_a_restarted_router_receives_the_adopted_haproxys_log(tmp_path: Path) -> None:
+    from shiftnet.router import Router
+
+    env = RouterEnv(tmp_path)
+    try:
+        await env.start()
+        with backends("pod") as pods:
+            await env.apply(
+                namespace("adopt"),
+                service("adopt", "web"),
+                endpoints("adopt", "web", pods),
+                route("adopt", "web", "adopt.example.com", "web", annotations=NO_COOKIES),
+            )
+            await ready(env, "adopt.example.com")
+            pid = env.router.driver.process.read_pid()
+            await env.router.stop(stop_haproxy=False)  # HAProxy keeps serving, and logging
+            env.router = Router(env.store, env.config)
+            await env.router.start()
+            assert env.router.driver.process.read_pid() == pid  # adopted, not restarted
+            assert (await env.get("adopt.example.com", "/after-restart")).status == 200
+            (line,) = await lines_with(env, "/after-restart")
+        assert " route=adopt:web " in line
+    finally:
+        await env.stop()
