@@ -25,6 +25,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="tracebacks")
     p.add_argument("--mode", choices=("userspace", "iptables", "nftables"), help=MODE_HELP)
     p.add_argument(
+        "--metrics-listen",
+        "--metrics-bind-address",
+        metavar="ADDR:PORT",
+        default=os.environ.get("SHIFTNET_PROXY_METRICS_LISTEN") or None,
+        help="serve Prometheus metrics (kube-proxy's names) on ADDR:PORT/metrics; :PORT means "
+        "127.0.0.1 (env SHIFTNET_PROXY_METRICS_LISTEN; default off)",
+    )
+    p.add_argument(
         "--netns",
         metavar="NAME",
         help="apply kernel rules inside this network namespace (env SHIFTNET_PROXY_NETNS)",
@@ -113,7 +121,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from shiftnet.cli.runtime import run_async
+    from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
     from shiftnet.proxy import ProxyConfig
     from shiftnet.proxy.service import parse_max_relays, parse_node_port_addresses
     from shiftnet.proxy.userspace import UserspaceConfig
@@ -142,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
         ),
     )
 
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
+
     try:  # user space relays bytes in the event loop: uvloop roughly doubles throughput
         import uvloop
 
@@ -150,23 +161,33 @@ def run(args: argparse.Namespace) -> int:
         pass
 
     async def serve() -> int:
+        import prometheus_client
+
         from shiftnet.private_files import ensure_private_dir
-        from shiftnet.proxy import ServiceProxy
+        from shiftnet.proxy import ServiceProxy, metrics
         from shiftnet.store import open_store
 
         if args.store.startswith("sqlite:"):
             ensure_private_dir(args.state_dir)
         store = open_store(args.store)
         proxy = ServiceProxy(store, config)
+        endpoint = None
         try:
             await proxy.start()
+            endpoint = serve_metrics(
+                args.metrics_listen, metrics.REGISTRY, prometheus_client.REGISTRY
+            )
             print(
                 f"service proxy running in {config.mode} mode, "
                 f"{len(proxy.table.entries)} service ports",
                 flush=True,
             )
+            if endpoint is not None:
+                print(f"metrics on {endpoint.url}", flush=True)
             await asyncio.Event().wait()
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             await proxy.stop(cleanup=args.cleanup)
             await store.close()
         return 0

@@ -25,6 +25,7 @@ from prometheus_client import Counter, Histogram
 
 from shiftnet.errors import ConfigError, InvalidInput, ShiftnetError
 from shiftnet.proxy import conntrack, iptables, iptables_tools, nftables, nftnl
+from shiftnet.proxy import metrics as proxy_metrics
 from shiftnet.proxy.libnft import LibnftSession, LibnftUnavailable
 from shiftnet.proxy.model import ServiceTable, TableDiff
 from shiftnet.runner import SYSTEM_CLOCK, Clock
@@ -341,7 +342,11 @@ class KernelProxier:
             return "full"
         text = plan.partial(diff)
         if text:
-            await run_command(restore, text, self.config.netns)
+            try:
+                await run_command(restore, text, self.config.netns)
+            except KernelApplyError:
+                proxy_metrics.IPTABLES_PARTIAL_RESTORE_FAILURES.inc()
+                raise
         return "partial"
 
     async def _ensure_jumps(self) -> None:

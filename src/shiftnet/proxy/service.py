@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from shiftnet.api import Service
 from shiftnet.errors import ConfigError
 from shiftnet.informer import Informers
+from shiftnet.proxy import metrics
 from shiftnet.proxy.changes import ProxyChanges
 from shiftnet.proxy.kernel import KernelConfig, KernelProxier
 from shiftnet.proxy.model import ServiceTable, canonical_ipv4
@@ -122,6 +124,9 @@ class ServiceProxy:
         self.services.add_handler(self._on_event)
         self.endpoints.add_handler(self._on_event)
         self.syncs = 0
+        # services changed since the last sync, and when the first change was seen (metrics)
+        self._changed_at: dict[tuple[str, str], float] = {}
+        self._pending: dict[str, set[tuple[str, str]]] = {"service": set(), "endpoints": set()}
 
     @property
     def table(self) -> ServiceTable:
@@ -130,19 +135,65 @@ class ServiceProxy:
     def _on_event(self, etype: str, old: Any, new: Any) -> None:
         obj = new or old
         self.changes.mark(obj.metadata.namespace, obj.metadata.name)
+        self._count_change(obj)
         self.runner.kick()
+
+    def _count_change(self, obj: Any) -> None:
+        """kube-proxy's change counters: a Service event, or an endpoints one (any source)."""
+        key = (obj.metadata.namespace or "default", obj.metadata.name)
+        self._changed_at.setdefault(key, time.monotonic())
+        if isinstance(obj, Service):
+            metrics.SERVICE_CHANGES.inc()
+            self._pending["service"].add(key)
+            metrics.SERVICE_CHANGES_PENDING.set(len(self._pending["service"]))
+        else:
+            metrics.ENDPOINT_CHANGES.inc()
+            self._pending["endpoints"].add(key)
+            metrics.ENDPOINT_CHANGES_PENDING.set(len(self._pending["endpoints"]))
+        metrics.LAST_QUEUED_TIMESTAMP.set(time.time())
 
     async def sync(self) -> None:
         """Bring the driver in line with the informers' caches (the runner calls this)."""
+        start = time.perf_counter()
+        changed, self._changed_at = self._changed_at, {}
+        for pending in self._pending.values():
+            pending.clear()
+        metrics.SERVICE_CHANGES_PENDING.set(0)
+        metrics.ENDPOINT_CHANGES_PENDING.set(0)
         full = self.kernel is not None and not self.kernel.in_sync
-        table, diff = self.changes.take(self.services.get, self.endpoints.get)
-        for problem in table.problems:
-            log.warning("%s", problem)
-        if self.userspace is not None:
-            await self.userspace.sync(table)
-        elif self.kernel is not None:
-            await self.kernel.sync(table, None if full else diff)
+        try:
+            table, diff = self.changes.take(self.services.get, self.endpoints.get)
+            for problem in table.problems:
+                log.warning("%s", problem)
+            if self.userspace is not None:
+                await self.userspace.sync(table)
+            elif self.kernel is not None:
+                await self.kernel.sync(table, None if full else diff)
+        except BaseException:
+            metrics.SYNC_FAILURES.inc()
+            for key, seen in changed.items():  # not programmed: counted when a sync succeeds
+                self._changed_at.setdefault(key, seen)
+            raise
         self.syncs += 1
+        self._observe_sync(start, full, changed)
+
+    def _observe_sync(self, start: float, full: bool, changed: dict[Any, float]) -> None:
+        elapsed = time.perf_counter() - start
+        metrics.SYNC_PROXY_RULES_SECONDS.observe(elapsed)
+        if self.kernel is not None:
+            partial = not full and (
+                self.config.mode == "nftables" or self.kernel.last_kind == "partial"
+            )
+            kind = (
+                metrics.SYNC_PARTIAL_PROXY_RULES_SECONDS
+                if partial
+                else metrics.SYNC_FULL_PROXY_RULES_SECONDS
+            )
+            kind.observe(elapsed)
+        metrics.LAST_SYNC_TIMESTAMP.set(time.time())
+        done = time.monotonic()
+        for seen in changed.values():
+            metrics.NETWORK_PROGRAMMING_SECONDS.observe(done - seen)
 
     async def start(self) -> None:
         """Sync once (errors reported, not fatal), then follow changes."""
