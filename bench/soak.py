@@ -15,7 +15,8 @@ loopback ranges) with three pods behind a Service and a Route, then for
   up` process and of its HAProxy processes.
 
 The traffic only ever targets the stable Service and Route, which the churn
-never touches: any failed request is a defect. The table shows descriptors
+never touches: any failed request is a defect. At the first failed request
+through the router, what `shiftnet diagnose route` finds is kept in the report. The table shows descriptors
 and memory after warm-up, at the end and at their peak; JSON goes to
 ``bench/results/soak.json``.
 
@@ -169,11 +170,16 @@ class Loop:
     ok: int = 0
     failed: int = 0
     examples: list[str] = field(default_factory=list)
+    # Run once, at the first failure, while the cause may still be there.
+    on_first_failure: Any = None
+    snapshot: str = ""
 
     def fail(self, what: str) -> None:
         self.failed += 1
         if len(self.examples) < 5:
             self.examples.append(f"{time.strftime('%H:%M:%S')} {what}")
+        if self.failed == 1 and self.on_first_failure is not None:
+            self.snapshot = self.on_first_failure()
 
 
 def http_once(addr: str, port: int, host: str) -> str | None:
@@ -183,7 +189,7 @@ def http_once(addr: str, port: int, host: str) -> str | None:
         resp = conn.getresponse()
         body = resp.read()
         if resp.status != 200 or not body.startswith(b"pod="):
-            return f"status {resp.status}"
+            return f"status {resp.status} body {body[:120]!r}"
         return None
     except OSError as exc:
         return f"{exc.__class__.__name__}: {exc}"
@@ -219,6 +225,18 @@ def run_loop(loop: Loop, once: Any, rate: float, stop: threading.Event) -> None:
             stop.wait(delay)
         else:
             next_at = time.monotonic()
+
+
+def diagnose_route(env: dict[str, str]) -> str:
+    """What `shiftnet diagnose` finds for the stable route, right after a failure."""
+    try:
+        proc = subprocess.run(
+            [str(SHIFTNET), "diagnose", "route", "hello", "-n", "soak"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "shiftnet diagnose did not answer within 60 s"
+    return (proc.stdout + proc.stderr).strip()
 
 
 # ------------------------------------------------------------------ churn
@@ -369,6 +387,7 @@ def main() -> int:
             "DNS over TCP": lambda: dns_once(dns_port, name, vip, tcp=True),
         }
         counts = {k: Loop(k) for k in loops}
+        counts["router (HTTP)"].on_first_failure = lambda: diagnose_route(env)
         churn = Churn()
         for key, once in loops.items():
             threads.append(
@@ -424,6 +443,8 @@ def main() -> int:
         print(f"| {c.name:<30} | {c.ok + c.failed:>9} | {c.failed:>7} |")
         for example in c.examples:
             print(f"    {example}")
+        if c.snapshot:
+            print(f"    at the first failure, shiftnet diagnose said:\n{c.snapshot}")
     print(
         f"\nchurn: {churn.routes_created} routes created, {churn.routes_deleted} deleted; "
         f"{churn.services_created} services created, {churn.services_deleted} deleted; "
@@ -433,7 +454,12 @@ def main() -> int:
         print(f"    {err}")
     keys = ("measure", "after_warm_up", "end", "peak", "median")
     traffic = {
-        c.name: {"requests": c.ok + c.failed, "failed": c.failed, "examples": c.examples}
+        c.name: {
+            "requests": c.ok + c.failed,
+            "failed": c.failed,
+            "examples": c.examples,
+            "snapshot": c.snapshot,
+        }
         for c in counts.values()
     }
     result = {
