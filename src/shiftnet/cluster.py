@@ -3,7 +3,9 @@
 ``shiftnet up`` is a thin CLI over :class:`LocalCluster`. Components are
 started in the order of :data:`COMPONENTS` and stopped in reverse; each is an
 object with ``name``, ``async start()``, ``async stop()`` and ``summary()``,
-and optionally ``hints()`` ("try next" lines for the user). Adding one (the
+and optionally ``hints()`` ("try next" lines for the user) and
+``metrics_collectors()`` (its Prometheus series, served on a ``/metrics`` of
+its own on a free port of ``extra["metrics_host"]``, loopback by default). Adding one (the
 router, the proxy, DNS) is one line in :data:`COMPONENTS`.
 """
 
@@ -100,6 +102,11 @@ class MasterComponent:
     async def stop(self) -> None:
         await self.master.stop()
 
+    def metrics_collectors(self) -> list[Any]:
+        from shiftnet.master.metrics import REGISTRY
+
+        return [REGISTRY]
+
     def summary(self) -> str:
         return (
             f"service network {self.master.cluster_ips.range.cidr}, "
@@ -142,6 +149,11 @@ class NodeComponent:
 
     async def stop(self) -> None:
         await self.agent.stop()
+
+    def metrics_collectors(self) -> list[Any]:
+        from shiftnet.sdn.metrics import REGISTRY
+
+        return [REGISTRY]
 
     def summary(self) -> str:
         return (
@@ -212,6 +224,7 @@ class LocalCluster:
         self.progress = progress or (lambda line: None)
         self.store: Store | None = None
         self.started: list[Component] = []
+        self.metrics: dict[str, Any] = {}  # component name -> its MetricsEndpoint
         self._lock: IO[str] | None = None
 
     def require_store(self) -> Store:
@@ -267,16 +280,33 @@ class LocalCluster:
                 self.progress(f"starting {comp.name} ...")
                 await comp.start()
                 self.started.append(comp)
-                self.progress(f"  {comp.name:<7} ready: {comp.summary()}")
+                url = self._serve_metrics(comp)
+                where = f"; metrics on {url}" if url else ""
+                self.progress(f"  {comp.name:<7} ready: {comp.summary()}{where}")
         except BaseException:
             await self.stop()
             raise
+
+    def _serve_metrics(self, comp: Component) -> str | None:
+        """Serve ``comp``'s series on a free port of the metrics host (None: it has none)."""
+        collectors = getattr(comp, "metrics_collectors", None)
+        host = str(self.config.extra.get("metrics_host") or "127.0.0.1")
+        if not callable(collectors) or host == "off":
+            return None
+        from shiftnet.metrics_endpoint import MetricsEndpoint
+
+        endpoint = MetricsEndpoint(f"{host}:0", collectors())
+        self.metrics[comp.name] = endpoint
+        return endpoint.url
 
     async def stop(self) -> None:
         """Stop started components in reverse order; one failing stop does not skip the rest."""
         try:
             while self.started:
                 comp = self.started.pop()
+                endpoint = self.metrics.pop(comp.name, None)
+                if endpoint is not None:
+                    endpoint.stop()
                 self.progress(f"stopping {comp.name} ...")
                 try:
                     await comp.stop()

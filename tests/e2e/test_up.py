@@ -24,6 +24,7 @@ import dns.message
 import dns.query
 import pytest
 from tests.support.ports import free_port
+from tests.support.scrape import scrape
 
 from shiftnet.sdn.pidfiles import process_start_time, read_record
 
@@ -176,6 +177,18 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             timeout=5,
         )
         assert answer.answer and str(answer.answer[0][0]).startswith("127."), answer
+        # Every component serves its series on loopback and said where when it was ready.
+        urls = dict(
+            re.findall(r"(\w+)\s+ready: .*; metrics on (http://127\.0\.0\.1:\d+/metrics)", out)
+        )
+        assert set(urls) == {"master", "proxy", "dns", "node", "router"}, out
+        routed = scrape(urls["router"]).matching(
+            "haproxy_backend_http_responses_total", namespace="mynamespace", code="2xx"
+        )
+        assert routed and max(v for _, v in routed) >= 1, routed
+        assert (scrape(urls["dns"]).value("coredns_dns_responses_total", rcode="NOERROR") or 0) >= 1
+        assert scrape(urls["proxy"]).value("kubeproxy_sync_proxy_rules_last_timestamp_seconds")
+        assert scrape(urls["master"]).value("shiftnet_master_cluster_ips_allocated")
         # ... and the user-space proxy serves that ClusterIP from the service's pods.
         cluster_ip = str(answer.answer[0][0])
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(

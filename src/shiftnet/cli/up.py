@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from shiftnet.cli.runtime import run_async
 from shiftnet.cli.settings import DEFAULT_HOME
 from shiftnet.client import Client
 from shiftnet.cluster import COMPONENTS, ClusterConfig, ComponentFactory, LocalCluster
+from shiftnet.errors import ConfigError
 from shiftnet.router.config import OPTIONS, add_router_flags
 from shiftnet.sdn.config import check_node_name, default_node_name
 
@@ -85,6 +87,13 @@ def register(subparsers: Any) -> None:
         help="Kubernetes API (HTTPS) address (env SHIFTNET_API_LISTEN; default 127.0.0.1:6443)",
     )
     p.add_argument(
+        "--metrics-listen",
+        metavar="ADDR",
+        default=os.environ.get("SHIFTNET_METRICS_LISTEN") or "127.0.0.1",
+        help="address of every component's /metrics, each on a free port printed when it is "
+        "ready; 'off' for none (env SHIFTNET_METRICS_LISTEN; default 127.0.0.1)",
+    )
+    p.add_argument(
         "--no-api",
         action="store_true",
         help="do not serve the Kubernetes API (kubectl then cannot reach this cluster)",
@@ -103,6 +112,20 @@ def register(subparsers: Any) -> None:
 def components_for(args: argparse.Namespace) -> list[ComponentFactory]:
     """Every component, less the API server with ``--no-api``."""
     return [f for f in COMPONENTS if not (args.no_api and f.__name__ == "_apiserver")]
+
+
+def metrics_host(text: str) -> str:
+    """``--metrics-listen``: an IP address or ``off``, or one clear error."""
+    import ipaddress
+
+    if text == "off":
+        return text
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        raise ConfigError(
+            f"--metrics-listen={text!r} is invalid: must be an IP address or 'off'"
+        ) from None
 
 
 def say(line: str) -> None:
@@ -244,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
             "router": router_settings(args),
             "dns": {"listen": args.dns_listen} if args.dns_listen else {},
             "apiserver": {"listen": args.api_listen} if args.api_listen else {},
+            "metrics_host": metrics_host(args.metrics_listen),
             **({"proxy_mode": args.proxy_mode} if args.proxy_mode else {}),
         },
     )

@@ -54,6 +54,11 @@ class DNSComponent:
     async def stop(self) -> None:
         await self.server.stop()
 
+    def metrics_collectors(self) -> list[Any]:
+        from shiftnet.dns.metrics import DNSCollector
+
+        return [DNSCollector(self.server)]
+
     def summary(self) -> str:
         host, port = self.server.address
         return (

@@ -31,6 +31,14 @@ class ProxyComponent:
     async def stop(self) -> None:
         await self.proxy.stop()
 
+    def metrics_collectors(self) -> list[Any]:
+        """kube-proxy's series, and the kernel driver's (in the process-wide registry)."""
+        import prometheus_client
+
+        from shiftnet.proxy import metrics
+
+        return [metrics.REGISTRY, prometheus_client.REGISTRY]
+
     def summary(self) -> str:
         entries = self.proxy.table.entries
         bound = len(self.proxy.userspace.services) if self.proxy.userspace else len(entries)

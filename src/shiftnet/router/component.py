@@ -34,6 +34,14 @@ class RouterComponent:
     async def stop(self) -> None:
         await self.router.stop()
 
+    def metrics_collectors(self) -> list[Any]:
+        """template_router_* and OpenShift's haproxy_* (read on this event loop)."""
+        import asyncio
+
+        from shiftnet.router.metrics import REGISTRY, HAProxyCollector
+
+        return [REGISTRY, HAProxyCollector(self.router, asyncio.get_running_loop())]
+
     def summary(self) -> str:
         config = self.config
         return (
