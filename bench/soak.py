@@ -16,9 +16,9 @@ loopback ranges) with three pods behind a Service and a Route, then for
 
 The traffic only ever targets the stable Service and Route, which the churn
 never touches: any failed request is a defect. At the first failed request
-through the router, what `shiftnet diagnose route` finds is kept in the report. The table shows descriptors
-and memory after warm-up, at the end and at their peak; JSON goes to
-``bench/results/soak.json``.
+through the router, what `shiftnet diagnose route` finds is kept in the report.
+The table shows descriptors and memory after warm-up, at the end and at their
+peak; JSON goes to ``bench/results/soak.json``.
 
     .venv/bin/python bench/soak.py                 # 30 minutes
     .venv/bin/python bench/soak.py --minutes 2     # a smoke run
