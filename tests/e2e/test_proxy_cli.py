@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.ports import free_port
+from tests.support.scrape import scrape
 
 pytestmark = pytest.mark.integration
 
@@ -78,6 +79,7 @@ def test_proxy_cli_userspace(tmp_path: Path) -> None:
     port = free_port(vip)
     srv1, p1 = greeting_server("127.0.0.1")
     srv2, p2 = greeting_server("127.0.0.1")
+    prom = free_port("127.0.0.1")
     manifest = tmp_path / "web.yaml"
     manifest.write_text(
         MANIFEST.format(vip=vip, port=port, backend_ip="127.0.0.1", backend_port=p1)
@@ -95,6 +97,8 @@ def test_proxy_cli_userspace(tmp_path: Path) -> None:
             "userspace",
             "--min-sync-interval",
             "0",
+            "--metrics-listen",
+            f":{prom}",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -119,12 +123,18 @@ def test_proxy_cli_userspace(tmp_path: Path) -> None:
                 with contextlib.suppress(OSError):
                     srv1.accept()[0].close()
                 assert time.monotonic() < deadline, "endpoints change not applied"
+        # kube-proxy's series on loopback: the endpoints change was counted and synced
+        found = scrape(f"http://127.0.0.1:{prom}/metrics")
+        assert (found.value("kubeproxy_sync_proxy_rules_endpoint_changes_total") or 0) >= 1
+        assert found.value("kubeproxy_sync_proxy_rules_endpoint_changes_pending") == 0
+        assert found.value("kubeproxy_sync_proxy_rules_last_timestamp_seconds")
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=15)
         srv1.close()
         srv2.close()
     assert "userspace mode" in out
+    assert f"metrics on http://127.0.0.1:{prom}/metrics" in out
     assert "Traceback" not in err
     assert proc.returncode in (0, 143)
 

@@ -341,6 +341,21 @@ def test_bad_manifest_is_one_sentence_and_starts_nothing(
     assert not (state / "state.db").exists()
 
 
+def test_bad_metrics_address_is_one_sentence_and_starts_nothing(
+    up_env: tuple[Path, dict[str, str]],
+) -> None:
+    state, env = up_env
+    res = subprocess.run(
+        [str(SHIFTNET), "up", "--metrics-listen", "everywhere"],
+        env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert res.returncode == 1
+    assert res.stderr.strip() == (
+        "error: --metrics-listen='everywhere' is invalid: must be an IP address or 'off'"
+    )
+    assert not (state / "state.db").exists()
+
+
 def test_impatient_second_ctrl_c_still_stops_every_pod(
     demo_copy: Path, up_env: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
