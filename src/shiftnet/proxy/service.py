@@ -169,7 +169,7 @@ class ServiceProxy:
                 await self.userspace.sync(table)
             elif self.kernel is not None:
                 await self.kernel.sync(table, None if full else diff)
-        except BaseException:
+        except Exception:
             metrics.SYNC_FAILURES.inc()
             for key, seen in changed.items():  # not programmed: counted when a sync succeeds
                 self._changed_at.setdefault(key, seen)

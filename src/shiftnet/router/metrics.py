@@ -119,8 +119,7 @@ class HAProxyCollector(Collector):
         with self._lock:
             now = time.monotonic()
             if now >= self._next:
-                self._last = self._scrape()
-                rows = sum(len(f.samples) for f in self._last)
+                self._last, rows = self._scrape()
                 self._next = now + self.base_interval * (rows / 1000 + 1)
             up = GaugeMetricFamily("haproxy_up", "Was the last scrape of HAProxy successful.")
             up.add_metric([], self.up)
@@ -128,7 +127,8 @@ class HAProxyCollector(Collector):
             total.add_metric([], self.scrapes)
             yield from (up, total, *self._last)
 
-    def _scrape(self) -> list[Metric]:
+    def _scrape(self) -> tuple[list[Metric], int]:
+        """The series and the number of ``show stat`` rows they came from."""
         self.scrapes += 1
         try:
             asyncio.get_running_loop()
@@ -136,7 +136,7 @@ class HAProxyCollector(Collector):
             pass
         else:  # on an event loop thread: waiting for the router's loop could deadlock
             self.up = 0.0
-            return []
+            return [], 0
         future = asyncio.run_coroutine_threadsafe(haproxy_stats(self.router), self.loop)
         try:
             text, labels = future.result(self.timeout)
@@ -144,9 +144,10 @@ class HAProxyCollector(Collector):
             future.cancel()
             log.info("haproxy stats not read error=%s", err)
             self.up = 0.0
-            return []
+            return [], 0
         self.up = 1.0
-        return list(families(parse_stat_csv(text), labels))
+        rows = parse_stat_csv(text)
+        return list(families(rows, labels)), len(rows)
 
 
 async def haproxy_stats(router: Any) -> tuple[str, StatLabels]:
