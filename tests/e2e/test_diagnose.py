@@ -265,6 +265,8 @@ def test_all_pods_unready_is_check_7(cluster: Cluster) -> None:
         timeout=60,
     )
     assert "readinessProbe" in str(failure["fix"])
+    # The node agent's Unhealthy Event gives the probe's own words.
+    assert "pod `sick-1` last probe: " in str(failure["fix"]), failure
     svc = cluster.first_failure("service", "sick", "-n", "diag", number=2, needle="0 of 1 pods")
     assert "sick-1" in str(svc["found"])
 

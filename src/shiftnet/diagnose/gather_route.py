@@ -13,9 +13,10 @@ import dataclasses
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from shiftnet.api import Endpoints, Pod, Route, Service
+from shiftnet.api import Endpoints, Event, Pod, Route, Service
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
+from shiftnet.diagnose.probe_events import last_probe_failures
 from shiftnet.diagnose.route_checks import client_address, serving_routers
 from shiftnet.diagnose.route_facts import (
     Admission,
@@ -89,7 +90,12 @@ def _admissions(route: Route) -> tuple[Admission, ...]:
     return tuple(sorted(out, key=lambda a: a.router))
 
 
-def pod_view(pod: Pod) -> PodView:
+async def probe_failures(client: Client, namespace: str) -> dict[str, str]:
+    """:func:`last_probe_failures` of the namespace's Events."""
+    return last_probe_failures(await client.list(Event, namespace))
+
+
+def pod_view(pod: Pod, last_probe: dict[str, str] | None = None) -> PodView:
     ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
     ok = ready is not None and ready.status == "True"
     if ok:
@@ -98,7 +104,16 @@ def pod_view(pod: Pod) -> PodView:
         message = ready.message or ready.reason or ""
     else:
         message = f"phase {pod.status.phase}"
-    return PodView(pod.metadata.name, ok, message)
+    probe = "" if ok else (last_probe or {}).get(pod.metadata.name, "")
+    return PodView(pod.metadata.name, ok, message, probe)
+
+
+async def pod_views(client: Client, namespace: str, selector: str) -> list[PodView]:
+    """The pods ``selector`` picks; an unready one with its last probe failure (from Events)."""
+    found = await client.list(Pod, namespace, selector=selector)
+    unready = any(not pod_view(p).ready for p in found)
+    failures = await probe_failures(client, namespace) if unready else {}
+    return [pod_view(p, failures) for p in found]
 
 
 async def _service(client: Client, route: Route, name: str) -> BackendService:
@@ -110,7 +125,7 @@ async def _service(client: Client, route: Route, name: str) -> BackendService:
     pods: list[PodView] = []
     if selector:
         text = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-        pods = [pod_view(p) for p in await client.list(Pod, ns, selector=text)]
+        pods = await pod_views(client, ns, text)
     endpoints = await client.try_get(Endpoints, ns, name)
     target = route.spec.port.target_port if route.spec.port is not None else None
     if isinstance(target, str) and target.isdigit():

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from shiftnet.api import Endpoints, Pod, Service
+from shiftnet.api import Endpoints, Service
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
-from shiftnet.diagnose.gather_route import pod_view
+from shiftnet.diagnose.gather_route import pod_views
 from shiftnet.diagnose.service_checks import ServiceFacts
 from shiftnet.errors import InvalidInput, shorten
 
@@ -61,7 +61,7 @@ async def gather_service(
     pods = []
     if selector:
         text = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-        pods = [pod_view(p) for p in await client.list(Pod, namespace, selector=text)]
+        pods = await pod_views(client, namespace, text)
     ready: list[str] = []
     not_ready: list[str] = []
     endpoints = await client.try_get(Endpoints, namespace, name)

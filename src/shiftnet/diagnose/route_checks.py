@@ -14,6 +14,7 @@ from shiftnet.diagnose.result import Check, Report
 from shiftnet.diagnose.route_facts import (
     Admission,
     BackendService,
+    PodView,
     RouteFacts,
     RouterView,
 )
@@ -300,6 +301,15 @@ def check_running(f: RouteFacts) -> Check:
     return Check(name, True, f"running {r.lookup} -> {r.running or 'nothing'}{extra}")
 
 
+def unready_fix(unready: list[PodView]) -> str:
+    """The fix for unready pods, naming the last probe failure an ``Unhealthy`` Event recorded."""
+    fix = "see the pod's log (`shiftnet logs POD -n NS`) and its readinessProbe"
+    probed = next((p for p in unready if p.last_probe), None)
+    if probed is None:
+        return fix
+    return f"pod `{probed.name}` last probe: {probed.last_probe}; {fix}"
+
+
 def _service_problem(svc: BackendService, namespace: str) -> tuple[str, str] | None:
     """(found, fix) when a service cannot take traffic, else None."""
     if not svc.exists:
@@ -321,7 +331,7 @@ def _service_problem(svc: BackendService, namespace: str) -> tuple[str, str] | N
         detail = f": pod `{unready[0].name}`: {unready[0].message}" if unready else ""
         return (
             f"{len(ready)} of {total} pods pass their readiness probe{detail}",
-            "see the pod's log (`shiftnet logs POD -n NS`) and its readinessProbe",
+            unready_fix(unready),
         )
     working = [m for m in serving if m.connect_error is None]
     if not working:

@@ -86,6 +86,7 @@ class PodView:
     name: str
     ready: bool
     message: str  # the Ready condition's message, or the pod's phase
+    last_probe: str = ""  # the message of the pod's most recent ``Unhealthy`` Event
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shiftnet.diagnose.result import Check, Report
+from shiftnet.diagnose.route_checks import unready_fix
 from shiftnet.diagnose.route_facts import PodView
 
 
@@ -75,7 +76,7 @@ def check_endpoints(f: ServiceFacts) -> Check:
         name,
         False,
         f"0 of {len(f.pods)} pods pass their readiness probe{detail}",
-        "see the pod's log (`shiftnet logs POD -n NS`) and its readinessProbe",
+        unready_fix(unready),
     )
 
 

@@ -17,6 +17,7 @@ DIAGNOSE_PURE = [
     "shiftnet.diagnose.route_checks",
     "shiftnet.diagnose.service_checks",
     "shiftnet.diagnose.listeners",
+    "shiftnet.diagnose.probe_events",
 ]
 
 
