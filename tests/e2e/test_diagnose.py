@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -185,6 +186,11 @@ def test_healthy_route_and_service_pass(cluster: Cluster) -> None:
     assert "admitted by router `router`" in checks[3]["found"]
     assert "be_http:diag:web" in checks[5]["found"]  # HAProxy's running map says so
     assert "answered 200" in checks[7]["found"]
+    # Who answered, from this request's own line in the router's access log.
+    served = (
+        r"answered 200 \(backend be_http:diag:web server s\d+ \(pod `web-1` at 127\.[\d.]+:8080\)\)"
+    )
+    assert re.search(served, str(checks[7]["found"])), checks[7]
     # The same route found from a URL, the way the router's lookup finds it.
     url = f"http://{host}:{cluster.http_port}/some/path"
     report = cluster.passes(url, "--resolve", resolve(cluster, host))
@@ -324,6 +330,20 @@ def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:
             needle="no router reported on route diag/web (routers here: `router`",
         )
         assert "ROUTE_LABELS" in str(failure["fix"])
+
+
+def test_access_log_to_syslog_says_where_it_goes(tmp_path: Path) -> None:
+    # HAProxy logs to a syslog address: the router keeps no file, so check 8 cannot name the
+    # server and says where the log goes instead (the request itself still passes).
+    syslog = f"udp@127.0.0.1:{free_port()}"
+    with running_cluster(tmp_path, {"ROUTER_SYSLOG_ADDRESS": syslog}) as c:
+        report = c.passes("route", "web", "-n", "diag", "--resolve", resolve(c, "web.diag.invalid"))
+        checks = report["checks"]
+        assert isinstance(checks, list)
+        found = str(checks[7]["found"])
+        assert found.endswith(
+            f"answered 200 (backend and server not known: the access log goes to syslog {syslog})"
+        ), found
 
 
 def test_bad_input_is_one_sentence(cluster: Cluster) -> None:

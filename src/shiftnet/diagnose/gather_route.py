@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from shiftnet.api import Endpoints, Event, Pod, Route, Service
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
+from shiftnet.diagnose.access_entry import marked_path
+from shiftnet.diagnose.access_view import answered_by
 from shiftnet.diagnose.probe_events import last_probe_failures
 from shiftnet.diagnose.route_checks import client_address, serving_routers
 from shiftnet.diagnose.route_facts import (
@@ -170,9 +173,10 @@ async def gather_route(
     termination, insecure = _termination(route)
     wildcard = route.spec.wildcard_policy == "Subdomain"
     map_name = lookup_map(termination, target.scheme, wildcard)
+    router_work = router_dirs(Path(state_dir))
     views = [
         await router_view(name, work, key, map_name, target.host, target.path)
-        for name, work in router_dirs(Path(state_dir)).items()
+        for name, work in router_work.items()
     ]
     resolved: tuple[str, ...] | None = None
     resolve_error = ""
@@ -209,5 +213,13 @@ async def gather_route(
     address = client_address(facts)
     where = f"{address}:{port}"
     reachable = {where: await probes.connect(address, port)}
-    status, error = await probes.request(target.scheme, address, port, target.host, target.path)
-    return dataclasses.replace(facts, reachable=reachable, request=RequestResult(status, error))
+    token = secrets.token_hex(8)
+    path = marked_path(target.path, token)
+    status, error, local = await probes.request(target.scheme, address, port, target.host, path)
+    who = ""
+    if status is not None:
+        members = [m for svc in facts.services for m in svc.members]
+        who = await answered_by(router_work[routers[0].name], token, local, members)
+    return dataclasses.replace(
+        facts, reachable=reachable, request=RequestResult(status, error, who)
+    )

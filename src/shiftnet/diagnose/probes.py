@@ -54,7 +54,7 @@ async def connect(address: str, port: int) -> str:
     return ""
 
 
-def _request(scheme: str, address: str, port: int, host: str, path: str) -> int:
+def _request(scheme: str, address: str, port: int, host: str, path: str) -> tuple[int, str]:
     conn = http.client.HTTPConnection(address, port, timeout=TIMEOUT)
     if scheme == "https":
         context = ssl.create_default_context()
@@ -67,28 +67,32 @@ def _request(scheme: str, address: str, port: int, host: str, path: str) -> int:
             raw.close()
             raise
     try:
+        if conn.sock is None:
+            conn.connect()
+        local = conn.sock.getsockname() if conn.sock is not None else ("", 0)
         conn.request("GET", path or "/", headers={"Host": host, "User-Agent": "shiftnet-diagnose"})
         response = conn.getresponse()
         response.read()
-        return response.status
+        return response.status, f"{local[0]}:{local[1]}"
     finally:
         conn.close()
 
 
 async def request(
     scheme: str, address: str, port: int, host: str, path: str
-) -> tuple[int | None, str]:
-    """GET ``path`` from ``address:port`` with Host (and SNI) ``host``: (status, error)."""
+) -> tuple[int | None, str, str]:
+    """GET ``path`` from ``address:port`` with Host (and SNI) ``host``:
+    (status, error, the client's own "address:port")."""
     try:
-        status = await asyncio.to_thread(_request, scheme, address, port, host, path)
+        status, local = await asyncio.to_thread(_request, scheme, address, port, host, path)
     except (OSError, http.client.HTTPException, ssl.SSLError) as err:
-        return None, str(err) or type(err).__name__
-    return status, ""
+        return None, str(err) or type(err).__name__, ""
+    return status, "", local
 
 
 async def exchange(address: str, port: int) -> str:
     """ "" when ``address:port`` answers a request (HTTP or not), else what happened."""
-    status, error = await request("http", address, port, address, "/")
+    status, error, _ = await request("http", address, port, address, "/")
     if status is not None:
         return ""
     return error

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import json
 import logging
 import os
 import re
@@ -34,8 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote
 
-from shiftnet.private_files import ensure_private_dir
+from shiftnet.private_files import ensure_private_dir, write_private_file
 from shiftnet.router.access_routes import NO_ROUTE, RouteNames
+from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.log_format import FIXED_FIELDS, OWN_LOG_LENGTH
 from shiftnet.router.haproxy.names import SNI_BACKEND
 
@@ -43,6 +45,8 @@ log = logging.getLogger(__name__)
 
 ACCESS_LOG = "access.log"
 ROTATED_SUFFIX = ".1"
+# run/: where this router's access log goes ("file", "syslog" or "off"), for ``diagnose``.
+DESTINATION_RECORD = "access-log.json"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 RECEIVE_BUFFER = 4 * 1024 * 1024  # bursts of requests queue here, not in HAProxy's drops
 
@@ -50,6 +54,22 @@ RECEIVE_BUFFER = 4 * 1024 * 1024  # bursts of requests queue here, not in HAProx
 def log_path(work_dir: Path | str) -> Path:
     """Where the router whose work directory is ``work_dir`` writes its access log."""
     return Path(work_dir) / "logs" / ACCESS_LOG
+
+
+def record_destination(work_dir: Path, config: RouterConfig) -> None:
+    """Write ``run/access-log.json``: where HAProxy's log of this router goes, and in which
+    format, so ``shiftnet diagnose`` can find a request's line without the router's settings."""
+    if config.own_access_log:
+        record = {"to": "file", "where": str(log_path(work_dir))}
+    elif config.syslog_address is not None:
+        record = {"to": "syslog", "where": config.syslog_address}
+    else:
+        record = {"to": "off", "where": "ROUTER_ACCESS_LOG_MAX_BYTES=0"}
+    record["format"] = "own" if config.syslog_format is None else "ROUTER_SYSLOG_FORMAT"
+    write_private_file(
+        ensure_private_dir(Path(work_dir) / "run") / DESTINATION_RECORD,
+        json.dumps(record, sort_keys=True),
+    )
 
 
 def _visible(text: str) -> str:

@@ -40,7 +40,7 @@ from shiftnet.informer import Informers
 from shiftnet.private_files import ensure_private_dir, ensure_private_tree
 from shiftnet.router import metrics
 from shiftnet.router.access_routes import RouteNames
-from shiftnet.router.accesslog import AccessLog, log_path
+from shiftnet.router.accesslog import AccessLog, log_path, record_destination
 from shiftnet.router.admission import (
     EXTENDED_VALIDATION_FAILED,
     AdmissionResult,
@@ -185,6 +185,7 @@ class Router:
                 own_format=self.config.syslog_format is None,
             )
             await self.access_log.start()
+        record_destination(self.work_dir, self.config)
         await self.events.start()
         await self.driver.start()
         await self.informers.start()

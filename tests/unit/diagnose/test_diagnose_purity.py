@@ -18,6 +18,7 @@ DIAGNOSE_PURE = [
     "shiftnet.diagnose.service_checks",
     "shiftnet.diagnose.listeners",
     "shiftnet.diagnose.probe_events",
+    "shiftnet.diagnose.access_entry",
 ]
 
 
