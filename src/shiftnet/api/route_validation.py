@@ -22,6 +22,7 @@ Two levels, as upstream:
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from shiftnet.api import names, route_headers, tls
@@ -338,13 +339,14 @@ def route_warnings(route: Route) -> list[str]:
     return []
 
 
-def extended_tls_errors(route: Route) -> list[FieldError]:
+def extended_tls_errors(route: Route, now: dt.datetime | None = None) -> list[FieldError]:
     """The router's deeper TLS checks (its ``ExtendedValidationFailed``); [] when fine.
 
     Runs the API checks first, so a route that skipped API validation is still
     refused here; then each PEM field must parse (the API reads no PEM, as
-    upstream), then the deeper checks. Expired or not-yet-valid certificates
-    are accepted.
+    upstream), then the deeper checks at time ``now`` (the caller's clock:
+    expired or not-yet-valid certificates are served, but the dates decide
+    which chain checks run, as upstream; see :mod:`shiftnet.api.tls_chain`).
     """
     t = route.spec.tls
     if t is None:
@@ -359,5 +361,5 @@ def extended_tls_errors(route: Route) -> list[FieldError]:
             REDACTED.get(p.field.rsplit(".", 1)[-1], "") if given.get(p.field) else "",
             p.reason,
         )
-        for p in tls.route_tls_problems(t)
+        for p in tls.route_tls_problems(t, now)
     ]

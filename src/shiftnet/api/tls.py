@@ -3,8 +3,10 @@
 The API layer only asks "does this field parse?"; the router's admission asks
 the deeper questions (key matches, chains to the given CA, no SHA1/MD5 on a
 CA-signed certificate) and turns a failure into ``ExtendedValidationFailed``.
-Expiry is deliberately never an error: a router serves an expired certificate
-and lets the client decide, as OpenShift does. No clocks, no I/O.
+Expiry is never an error in itself: a router serves an expired certificate and
+lets the client decide, as OpenShift does; but the time decides which chain
+checks run (:mod:`shiftnet.api.tls_chain`), so the caller passes it in. No
+clocks, no I/O.
 
 Every failure is a :class:`CertificateError` whose text names the field.
 """
@@ -13,20 +15,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import re
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import SignatureAlgorithmOID
 
 from shiftnet.api.route import TLSConfig
+from shiftnet.api.tls_chain import chain_problem
 from shiftnet.errors import ShiftnetError
-
-MAX_CHAIN_DEPTH = 10
 
 CERTIFICATE_FIELD = "spec.tls.certificate"
 KEY_FIELD = "spec.tls.key"
@@ -352,71 +354,28 @@ def check_signature_algorithms(certs: list[x509.Certificate], field: str) -> Non
             )
 
 
-def _is_ca(cert: x509.Certificate) -> bool:
-    try:
-        bc = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
-    except x509.ExtensionNotFound:
-        return True  # v1 certificates carry no extensions; trust by presence in the pool
-    return bc.ca
-
-
-def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
-        return False
-    return True
-
-
-def verify_chain(
-    leaf: x509.Certificate,
-    roots: list[x509.Certificate],
-    intermediates: list[x509.Certificate] | None = None,
-    *,
-    field: str = "spec.tls.certificate",
-    roots_field: str = "spec.tls.caCertificate",
-) -> None:
-    """Check that ``leaf`` chains up to one of ``roots``, ignoring validity dates.
-
-    ``intermediates`` may fill gaps (e.g. the rest of a certificate bundle).
-    """
-    pool = [c for c in (intermediates or []) if c != leaf]
-    root_set = {c.public_bytes(serialization.Encoding.DER) for c in roots}
-    current = leaf
-    seen: set[bytes] = set()
-    for _ in range(MAX_CHAIN_DEPTH):
-        der = current.public_bytes(serialization.Encoding.DER)
-        if der in root_set:
-            return
-        seen.add(der)
-        if any(_is_ca(r) and _issued_by(current, r) for r in roots):
-            return
-        step = next(
-            (
-                c
-                for c in pool
-                if c.public_bytes(serialization.Encoding.DER) not in seen
-                and _is_ca(c)
-                and _issued_by(current, c)
-            ),
-            None,
-        )
-        if step is None:
-            break
-        current = step
-    raise CertificateError(
-        field,
-        f'certificate "{_describe(leaf)}" is not signed by the authority in {roots_field} '
-        f'(its chain ends at issuer "{current.issuer.rfc4514_string()}")',
-    )
-
-
 def check_key_pair(cert: x509.Certificate, key: PrivateKeyTypes, *, key_field: str) -> None:
-    if not key_matches_certificate(key, cert):
-        raise CertificateError(
-            key_field,
-            f'private key does not match the public key of certificate "{_describe(cert)}"',
-        )
+    """Go's ``tls.X509KeyPair`` check, with its words (what OpenShift's router reports)."""
+    if key_matches_certificate(key, cert):
+        return
+    try:
+        public = cert.public_key()
+    except (ValueError, UnsupportedAlgorithm):
+        raise CertificateError(key_field, "tls: unknown public key algorithm") from None
+    if isinstance(public, rsa.RSAPublicKey):
+        same_type = isinstance(key, rsa.RSAPrivateKey)
+    elif isinstance(public, ec.EllipticCurvePublicKey):
+        same_type = isinstance(key, ec.EllipticCurvePrivateKey)
+    elif isinstance(public, ed25519.Ed25519PublicKey):
+        same_type = isinstance(key, ed25519.Ed25519PrivateKey)
+    else:
+        raise CertificateError(key_field, "tls: unknown public key algorithm")
+    reason = (
+        "tls: private key does not match public key"
+        if same_type
+        else "tls: private key type does not match public key type"
+    )
+    raise CertificateError(key_field, reason)
 
 
 def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
@@ -437,11 +396,12 @@ def pem_parse_problem(data: str, field: str, *, expect: str) -> str | None:
 
 
 def _certificate_and_key_problems(
-    t: TLSConfig, roots: list[x509.Certificate]
+    t: TLSConfig, ca_pool: list[x509.Certificate] | None, now: dt.datetime | None
 ) -> list[CertificateError]:
-    """The server certificate chains to ``roots`` (if any), and the first private key
-    (one inside ``certificate`` first, then ``key``, as OpenShift's router takes
-    them) is its private half; later keys are not served."""
+    """OpenShift's order: the certificate parses, uses no weak signature and (with a
+    ``caCertificate``, ``ca_pool`` not None) verifies against it, expiry tolerated; then,
+    whatever that found, the first private key (one inside ``certificate`` first, then
+    ``key``) must be the certificate's (later keys are not served)."""
     out: list[CertificateError] = []
     field_keys: list[PrivateKeyTypes] = []
     if t.key:
@@ -455,46 +415,53 @@ def _certificate_and_key_problems(
         certs, embedded_keys = split_certificates_and_keys(t.certificate, CERTIFICATE_FIELD)
         if not certs:
             raise CertificateError(CERTIFICATE_FIELD, "no PEM certificate found")
-        check_signature_algorithms(certs, CERTIFICATE_FIELD)
-        if roots:
-            verify_chain(certs[0], roots, certs[1:] + roots)
     except CertificateError as err:
         out.append(err)
         return out
+    certificate_problem: list[CertificateError] = []
+    try:
+        check_signature_algorithms(certs, CERTIFICATE_FIELD)
+        problem = chain_problem(certs[0], ca_pool, now) if ca_pool is not None else None
+        if problem is not None:
+            raise CertificateError(CERTIFICATE_FIELD, problem)
+    except CertificateError as err:
+        certificate_problem = [err]
     if out:  # the key field did not parse; nothing to match
-        return out
+        return certificate_problem + out
     keys = embedded_keys + field_keys
     if not keys:
-        out.append(CertificateError(KEY_FIELD, "no key specified"))
-        return out
+        return [*certificate_problem, CertificateError(KEY_FIELD, "no key specified")]
     try:
         check_key_pair(certs[0], keys[0], key_field=KEY_FIELD)
     except CertificateError as err:
         out.append(err)
-    return out
+    return certificate_problem + out
 
 
-def route_tls_problems(t: TLSConfig) -> list[CertificateError]:
-    """Everything the router refuses in a Route's TLS material, in field order.
+def route_tls_problems(t: TLSConfig, now: dt.datetime | None = None) -> list[CertificateError]:
+    """Everything the router refuses in a Route's TLS material, in OpenShift's order.
 
     These are the checks behind a router's ``ExtendedValidationFailed``: each
-    PEM field parses, the key matches the certificate, the certificate chains
-    to ``caCertificate`` when one is given, and no CA-signed certificate uses
-    SHA1/MD5 (self-signed roots may). Validity dates are never checked.
-    Passthrough routes carry no material, so there is nothing to check.
+    PEM field parses, the key matches the certificate, the certificate
+    verifies against ``caCertificate`` when one is given (Go's verifier at
+    ``now``, an ``Expired`` outcome tolerated: :mod:`shiftnet.api.tls_chain`),
+    and no CA-signed certificate uses SHA1/MD5 (self-signed roots may).
+    ``destinationCACertificate`` is parsed and its signatures checked, never
+    its dates. ``now`` None means no clock: every certificate counts as within
+    its dates. Passthrough routes carry no material, so there is nothing to check.
     """
     if t.termination == "passthrough":
         return []
     out: list[CertificateError] = []
-    roots: list[x509.Certificate] = []
+    ca_pool: list[x509.Certificate] | None = None
     if t.ca_certificate:
+        ca_pool = []  # as upstream, verification runs even when the CA field is unusable
         try:
-            roots = parse_ca_certificates(t.ca_certificate, CA_FIELD)
-            check_signature_algorithms(roots, CA_FIELD)
+            ca_pool = parse_ca_certificates(t.ca_certificate, CA_FIELD)
+            check_signature_algorithms(ca_pool, CA_FIELD)
         except CertificateError as err:
             out.append(err)
-            roots = []
-    out += _certificate_and_key_problems(t, roots)
+    out += _certificate_and_key_problems(t, ca_pool, now)
     if t.destination_ca_certificate:
         try:
             dest = parse_ca_certificates(t.destination_ca_certificate, DESTINATION_CA_FIELD)
@@ -504,8 +471,8 @@ def route_tls_problems(t: TLSConfig) -> list[CertificateError]:
     return out
 
 
-def validate_route_tls(t: TLSConfig) -> str | None:
+def validate_route_tls(t: TLSConfig, now: dt.datetime | None = None) -> str | None:
     """The router admission's question: None when the TLS material is usable, else
-    one sentence naming the field (``spec.tls.key: private key does not match ...``)."""
-    problems = route_tls_problems(t)
+    one sentence naming the field (``spec.tls.key: tls: private key does not match ...``)."""
+    problems = route_tls_problems(t, now)
     return str(problems[0]) if problems else None

@@ -24,6 +24,7 @@ a winner lets the next-oldest route win by itself on the next computation.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import gc
 import re
@@ -151,8 +152,8 @@ def _policy_problem(route: Route, host: str, config: RouterConfig) -> str | None
     return None
 
 
-def _check_route(route: Route) -> tuple[str, str] | None:
-    errors = route_standing_errors(route) or extended_tls_errors(route)
+def _check_route(route: Route, now: dt.datetime | None) -> tuple[str, str] | None:
+    errors = route_standing_errors(route) or extended_tls_errors(route, now)
     if errors:
         first = errors[0]
         reason = INVALID_HOST if first.field == "spec.host" else EXTENDED_VALIDATION_FAILED
@@ -259,26 +260,36 @@ def _admitted_condition(reason: str | None, message: str | None) -> RouteIngress
 
 
 def admit(
-    routes: Iterable[Route], namespaces: Iterable[Namespace], config: RouterConfig
+    routes: Iterable[Route],
+    namespaces: Iterable[Namespace],
+    config: RouterConfig,
+    *,
+    now: dt.datetime | None = None,
 ) -> AdmissionResult:
-    """Decide every route; routes being deleted are skipped like absent ones."""
+    """Decide every route; routes being deleted are skipped like absent ones.
+
+    ``now`` is the caller's clock for certificate dates (None: dates not consulted).
+    """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # thousands of short-lived acyclic objects: see haproxy.render.gc_paused
     try:
-        return _admit(routes, namespaces, config)
+        return _admit(routes, namespaces, config, now)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _admit(
-    routes: Iterable[Route], namespaces: Iterable[Namespace], config: RouterConfig
+    routes: Iterable[Route],
+    namespaces: Iterable[Namespace],
+    config: RouterConfig,
+    now: dt.datetime | None,
 ) -> AdmissionResult:
     ns_by_name = {n.metadata.name: n for n in namespaces}
     candidates: list[Candidate] = []
     decisions: dict[RouteKey, Decision] = {}
     for route in sorted(routes, key=route_key):
-        verdict = precheck(route, ns_by_name.get(route.metadata.namespace or ""), config)
+        verdict = precheck(route, ns_by_name.get(route.metadata.namespace or ""), config, now=now)
         if isinstance(verdict, Decision):
             decisions[verdict.key] = verdict
         elif verdict is not None:
@@ -335,11 +346,14 @@ def precheck(
     namespace: Namespace | None,
     config: RouterConfig,
     refusal: tuple[str, str] | None = None,
+    *,
+    now: dt.datetime | None = None,
 ) -> Decision | Candidate | None:
     """Checks 1-4 of one route alone: None (not ours), a rejection, or a claim candidate.
 
     ``refusal`` (reason, message) is a verdict on the route's external
-    certificate (``external_certs.py``), taken at check 4.
+    certificate (``external_certs.py``), taken at check 4. ``now`` is the
+    caller's clock for certificate dates (None: dates not consulted).
     """
     if route.metadata.deletion_timestamp:
         return None
@@ -347,17 +361,20 @@ def precheck(
         return None
     host = effective_host(route, config)
     if not host:
-        return _rejection(route, host, NO_HOST_VALUE, "no host value was defined for the route",
-                          config)
+        return _rejection(
+            route, host, NO_HOST_VALUE, "no host value was defined for the route", config
+        )
     if route.spec.host == "" and hostname_errors(host):
-        return _rejection(route, host, INVALID_HOST,
-                          f'generated host "{host}" is not a valid DNS name', config)
-    problem = refusal or _check_route(route)
+        return _rejection(
+            route, host, INVALID_HOST, f'generated host "{host}" is not a valid DNS name', config
+        )
+    problem = refusal or _check_route(route, now)
     if problem is not None:
         return _rejection(route, host, problem[0], problem[1], config)
     if hostname_errors(host):
-        return _rejection(route, host, INVALID_HOST,
-                          f'spec.host: "{host}" is not a valid DNS name', config)
+        return _rejection(
+            route, host, INVALID_HOST, f'spec.host: "{host}" is not a valid DNS name', config
+        )
     policy = _policy_problem(route, host, config)
     if policy is not None:
         return _rejection(route, host, ROUTE_NOT_ADMITTED, policy, config)

@@ -11,12 +11,13 @@ decisions therefore always equal ``admit()`` over the same routes
 (``tests/unit/router/test_incremental.py`` checks it after random
 changes).
 
-Pure: no I/O, no clocks.
+Pure: no I/O, no clocks (the caller passes the time certificates are judged at).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable, Mapping
 
 from shiftnet.api import Namespace, Route
@@ -46,13 +47,19 @@ class AdmissionIndex:
         # Routes whose certificate Secret cannot be served: (reason, message), set by the caller.
         self.refusals: dict[RouteKey, tuple[str, str]] = {}
 
-    def reset(self, routes: Iterable[Route], namespaces: Iterable[Namespace]) -> set[RouteKey]:
+    def reset(
+        self,
+        routes: Iterable[Route],
+        namespaces: Iterable[Namespace],
+        *,
+        now: dt.datetime | None = None,
+    ) -> set[RouteKey]:
         """Decide every route afresh (start-up, a Namespace change); returns the changed keys."""
         before = self.decisions
         self.decisions, self.admitted = {}, {}
         self._candidates, self._by_host, self._by_domain, self._wildcards = {}, {}, {}, {}
         ns_by_name = {n.metadata.name: n for n in namespaces}
-        self.update({route_key(r): r for r in routes}, ns_by_name)
+        self.update({route_key(r): r for r in routes}, ns_by_name, now=now)
         changed = {
             k
             for k in before.keys() | self.decisions.keys()
@@ -64,11 +71,14 @@ class AdmissionIndex:
         self,
         changes: Mapping[RouteKey, Route | None],
         namespaces: Mapping[str, Namespace],
+        *,
+        now: dt.datetime | None = None,
     ) -> set[RouteKey]:
         """Apply added/changed (Route) and deleted (None) routes; returns keys decided anew.
 
         The returned keys include every route whose decision may have moved;
         callers compare decisions when they need to know which really did.
+        ``now`` is the caller's clock for certificate dates (None: not consulted).
         """
         touched_hosts: dict[str, set[str]] = {}  # domain -> hosts
         whole_domains: set[str] = set()
@@ -84,7 +94,7 @@ class AdmissionIndex:
             if route is None:
                 continue
             namespace = namespaces.get(route.metadata.namespace or "")
-            verdict = precheck(route, namespace, self.config, self.refusals.get(key))
+            verdict = precheck(route, namespace, self.config, self.refusals.get(key), now=now)
             if isinstance(verdict, Decision):
                 self.decisions[key] = verdict
             elif verdict is not None:

@@ -15,6 +15,7 @@ routes never notice. No I/O: the Secret comes from the router's informer.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from shiftnet.api import Route
@@ -54,7 +55,9 @@ def _text(secret: Secret, key: str) -> str | None:
         return None
 
 
-def resolve(route: Route, secret: Secret | None) -> tuple[Route, Refusal | None]:
+def resolve(
+    route: Route, secret: Secret | None, now: dt.datetime | None = None
+) -> tuple[Route, Refusal | None]:
     """``route`` with its Secret's certificate inline, or ``route`` and why it cannot be served.
 
     Routes without a reference come back as they are; so do routes the API
@@ -90,7 +93,7 @@ def resolve(route: Route, secret: Secret | None) -> tuple[Route, Refusal | None]
     assert cert is not None and key is not None
     new_tls = tls.model_copy(update={"certificate": cert, "key": key, "external_certificate": None})
     resolved = route.model_copy(update={"spec": route.spec.model_copy(update={"tls": new_tls})})
-    for problem in extended_tls_errors(resolved):
+    for problem in extended_tls_errors(resolved, now):
         where = _SECRET_FIELD.get(problem.field)
         if where is not None:
             detail = problem.message.split(": ", 2)[-1] if ": " in problem.message else ""

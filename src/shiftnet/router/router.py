@@ -18,9 +18,10 @@ bisection and left out (``refusals.py``), so the router always starts.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,10 @@ RESYNC_SECONDS = 30.0  # every runner runs at least this often: failed syncs ret
 BACKEND_STATS_QUERY = "show stat -1 2 -1"  # every proxy, backend rows (type 2), no servers
 
 
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
 class Router:
     """One router: serves the admitted routes of its shard through one HAProxy."""
 
@@ -92,8 +97,11 @@ class Router:
         *,
         informers: Informers | None = None,
         sync_interval: float = 0.0,
+        wall_clock: Callable[[], dt.datetime] | None = None,
     ) -> None:
         self.store = store
+        # The time route certificates are judged at (their dates decide which checks run).
+        self._wall_clock = wall_clock or _utc_now
         self.client = Client(store)
         self.events = EventRecorder(self.client, "router", host=config.name)
         limits = fit_limits(config.max_connections)
@@ -332,16 +340,17 @@ class Router:
         routes, self._changed_routes = self._changed_routes, set()
         pools = set(pools) | self._changed_pools
         self._changed_pools = set()
+        now = self._wall_clock()
         if self._reset:
             self._reset = False
-            every_route = [self._resolved(r) for r in self.routes.list()]
-            decided = self._index.reset(every_route, self.namespaces.list())
+            every_route = [self._resolved(r, now=now) for r in self.routes.list()]
+            decided = self._index.reset(every_route, self.namespaces.list(), now=now)
             decided |= routes
             self._status_dirty |= {route_key(r) for r in every_route}
         else:
             namespaces = {n.metadata.name: n for n in self.namespaces.list()}
-            changes = {k: self._resolve(self.routes.get(*k), k) for k in routes}
-            decided = self._index.update(changes, namespaces)
+            changes = {k: self._resolve(self.routes.get(*k), k, now) for k in routes}
+            decided = self._index.update(changes, namespaces, now=now)
         self._status_dirty |= decided
         lifted = self.refusals.lift(decided, self.routes.get, assembly)  # changed: try again
         admitted: dict[RouteKey, tuple[Route, str] | None] = {}
@@ -355,12 +364,16 @@ class Router:
         self._status_dirty |= set(policies)
         return assembly.runtime_backends()
 
-    def _resolved(self, route: Route, key: RouteKey | None = None) -> Route:
+    def _resolved(
+        self, route: Route, key: RouteKey | None = None, *, now: dt.datetime | None = None
+    ) -> Route:
         """``route`` as admission reads it: with its certificate Secret's content inline, or
         with a refusal noted when that Secret cannot be served (``external_certs.py``)."""
-        return self._resolve(route, key or route_key(route)) or route
+        return self._resolve(route, key or route_key(route), now) or route
 
-    def _resolve(self, route: Route | None, key: RouteKey) -> Route | None:
+    def _resolve(
+        self, route: Route | None, key: RouteKey, now: dt.datetime | None = None
+    ) -> Route | None:
         """:meth:`_resolved`, also for a deleted route (None), which forgets its Secret."""
         ref = secret_of(route) if route is not None else None
         old_ref = self._route_secret.pop(key, None)
@@ -374,7 +387,7 @@ class Router:
             return route
         self._route_secret[key] = ref
         self._secret_routes.setdefault(ref, set()).add(key)
-        resolved, refusal = resolve(route, self.secrets.get(*ref))
+        resolved, refusal = resolve(route, self.secrets.get(*ref), now)
         if refusal is not None:
             self._index.refusals[key] = (refusal.reason, refusal.message)
         return resolved

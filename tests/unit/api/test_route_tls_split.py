@@ -95,7 +95,7 @@ CASES: list[tuple[str, str, dict[str, str], str | None]] = [
         "two keys, the first does not match",
         "edge",
         {"certificate": LEAF.cert_pem, "key": OTHER_KEY + LEAF.key_pem},
-        'spec.tls.key: Invalid value: "redacted key data": private key does not match the public key of certificate "CN=www.example.com"',
+        'spec.tls.key: Invalid value: "redacted key data": tls: private key does not match public key',
     ),
     (
         "a key in the certificate field comes first",
@@ -107,7 +107,7 @@ CASES: list[tuple[str, str, dict[str, str], str | None]] = [
         "a wrong key in the certificate field comes first",
         "edge",
         {"certificate": LEAF.cert_pem + OTHER_KEY, "key": LEAF.key_pem},
-        'spec.tls.key: Invalid value: "redacted key data": private key does not match the public key of certificate "CN=www.example.com"',
+        'spec.tls.key: Invalid value: "redacted key data": tls: private key does not match public key',
     ),
     ("certificate and key", "edge", {"certificate": LEAF.cert_pem, "key": LEAF.key_pem}, None),
     (
@@ -180,13 +180,13 @@ CASES: list[tuple[str, str, dict[str, str], str | None]] = [
         "key of another certificate",
         "reencrypt",
         {"certificate": LEAF.cert_pem, "key": key_pem(ec_key())},
-        'spec.tls.key: Invalid value: "redacted key data": private key does not match the public key of certificate "CN=www.example.com"',
+        'spec.tls.key: Invalid value: "redacted key data": tls: private key does not match public key',
     ),
     (
         "another CA",
         "edge",
         {"certificate": LEAF.cert_pem, "key": LEAF.key_pem, "caCertificate": OTHER_CA.cert_pem},
-        'spec.tls.certificate: Invalid value: "redacted certificate data": certificate "CN=www.example.com" is not signed by the authority in spec.tls.caCertificate (its chain ends at issuer "CN=split test CA")',
+        'spec.tls.certificate: Invalid value: "redacted certificate data": error verifying certificate: x509: certificate signed by unknown authority',
     ),
     (
         "destination CA not PEM",
