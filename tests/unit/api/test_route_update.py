@@ -293,7 +293,6 @@ def test_host_and_subdomain_together_are_a_warning(tmp_path: Path) -> None:
             body["spec"]["path"] = "/x"
             await verbs.update(info, "demo", "web", body, dry_run=False, check=again)
             assert again.warnings == ["spec.host is set; spec.subdomain may be ignored"]
-            await verbs.close()
         finally:
             await store.close()
 
