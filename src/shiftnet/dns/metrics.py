@@ -39,6 +39,7 @@ _COUNTERS = {
 class DNSCollector(Collector):
     def __init__(self, server: DNSServer) -> None:
         self.server = server
+        self.traffic = server.count_traffic()
 
     def collect(self) -> Iterator[Metric]:
         yield from self._coredns()
@@ -58,7 +59,7 @@ class DNSCollector(Collector):
     def _coredns(self) -> Iterator[Metric]:
         host, port = self.server.address
         server = f"dns://{host}:{port}"
-        traffic = self.server.traffic
+        traffic = self.traffic
         requests = CounterMetricFamily(
             "coredns_dns_requests",
             "Counter of DNS requests made per zone, protocol and family.",

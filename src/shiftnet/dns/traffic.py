@@ -25,8 +25,25 @@ QTYPES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT",
           252: "AXFR", 255: "ANY"}  # fmt: skip
 
 
+_PLAIN = b"\x00\x01\x00\x00\x00\x00\x00\x00"  # QD 1, AN 0, NS 0, AR 0
+_EDNS = b"\x00\x01\x00\x00\x00\x00\x00\x01"  # QD 1, AR 1
+
+
 def query_type(data: bytes) -> str:
-    """The first question's type name, read past the name's labels ("other" if unreadable)."""
+    """The first question's type name, read past the name's labels ("other" if unreadable).
+
+    The two common shapes (one question, alone or followed by an OPT record
+    without options) are read from the end without walking the name."""
+    counts = data[4:12]
+    if counts == _PLAIN and len(data) > 17:
+        return QTYPES.get(int.from_bytes(data[-4:-2], "big"), "other")
+    if (
+        counts == _EDNS
+        and len(data) > 28
+        and data[-11:-8] == b"\x00\x00\x29"
+        and data[-2:] == b"\x00\x00"
+    ):
+        return QTYPES.get(int.from_bytes(data[-15:-13], "big"), "other")
     at = 12
     end = len(data)
     while at < end:

@@ -110,6 +110,9 @@ def test_metrics_collector_reads_the_server_counters() -> None:
         traffic = Traffic()
         upstreams = None
 
+        def count_traffic(self) -> Traffic:
+            return self.traffic
+
     registry = CollectorRegistry()
     registry.register(DNSCollector(FakeServer()))  # type: ignore[arg-type]
     text = generate_latest(registry).decode()

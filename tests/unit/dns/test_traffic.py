@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dns.edns
 import dns.message
 import dns.rcode
 
@@ -15,6 +16,11 @@ def test_query_type_is_read_past_the_name() -> None:
     assert query_type(dns.message.make_query("x.test", "HINFO").to_wire()) == "other"
     assert query_type(b"\x00" * 12 + b"\x05abc") == "other"  # cut inside the name
     assert query_type(b"\x00" * 5) == "other"
+    # an OPT record with an option: the name is walked, not read from the end
+    cookie = dns.message.make_query(
+        "x.test", "MX", use_edns=0, options=[dns.edns.GenericOption(10, b"12345678")]
+    )
+    assert query_type(cookie.to_wire()) == "MX"
 
 
 def test_responses_count_rcodes_and_histograms_cumulate() -> None:
