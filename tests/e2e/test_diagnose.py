@@ -24,6 +24,8 @@ import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, haproxy_pids, pod_pids
 from tests.support.ports import free_port
 
+from shiftnet.router.haproxy.process import socket_dir
+
 # Route hosts live under .invalid (RFC 2606): no resolver anywhere answers them, so the
 # healthy checks pass only through --resolve, as curl's users do.
 
@@ -184,11 +186,13 @@ def test_healthy_route_and_service_pass(cluster: Cluster) -> None:
     checks = report["checks"]
     assert isinstance(checks, list) and len(checks) == 8
     assert "admitted by router `router`" in checks[3]["found"]
-    assert "be_http:diag:web" in checks[5]["found"]  # HAProxy's running map says so
+    # HAProxy's running map says so (through a spare until the router's owed reload).
+    assert "be_http:diag:web" in checks[5]["found"]
     assert "answered 200" in checks[7]["found"]
     # Who answered, from this request's own line in the router's access log.
     served = (
-        r"answered 200 \(backend be_http:diag:web server s\d+ \(pod `web-1` at 127\.[\d.]+:8080\)\)"
+        r"answered 200 \(backend (be_http:diag:web|be_spare_http:\d+) server s\d+ "
+        r"\(pod `web-1` at 127\.[\d.]+:8080\)\)"
     )
     assert re.search(served, str(checks[7]["found"])), checks[7]
     # The same route found from a URL, the way the router's lookup finds it.
@@ -305,6 +309,36 @@ def test_pod_refusing_connections_is_check_7(cluster: Cluster) -> None:
     )
     assert "connection refused" in str(failure["found"])
     assert "targetPort" in str(failure["fix"])
+
+
+def test_haproxy_held_on_an_old_configuration_is_check_6(cluster: Cluster) -> None:
+    # HAProxy's master stopped (SIGSTOP) cannot reload: a new route is served at run time
+    # through a spare backend, and the reload it owes waits. --reload-owed-after 1 judges
+    # the wait after 1 s instead of 60 (the router, finding the master mute, restarts it
+    # within seconds: that is the window).
+    work = Path(cluster.env["SHIFTNET_HOME"]) / "router-router"
+    pid = int((socket_dir(work) / "haproxy.pid").read_text().split()[0])
+    host = "held.diag.invalid"
+    args = ("route", "held", "-n", "diag", "--resolve", resolve(cluster, host))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        cluster.apply(
+            "apiVersion: route.openshift.io/v1\nkind: Route\n"
+            "metadata: {name: held, namespace: diag}\n"
+            f"spec: {{host: {host}, to: {{kind: Service, name: web}}}}\n"
+        )
+        failure = cluster.first_failure(
+            *args, "--reload-owed-after", "1", number=6, needle="reload owed since", timeout=20
+        )
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert str(failure["found"]).startswith("HAProxy serves an older configuration: reload owed")
+    assert f"master (pid {pid}) is stopped" in str(failure["fix"])
+    assert f"`kill -CONT {pid}`" in str(failure["fix"])
+    # Served all along (through the spare), and once reloaded every check passes.
+    report = cluster.passes(*args, "--reload-owed-after", "1", timeout=60)
+    assert "answered 200" in str(report["checks"][7]["found"])  # type: ignore[index]
 
 
 def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:

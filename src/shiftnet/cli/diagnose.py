@@ -22,6 +22,17 @@ from shiftnet.errors import InvalidInput
 KINDS = ("route", "routes", "service", "services", "svc")
 
 
+def _seconds(text: str) -> float:
+    """A non-negative number of seconds; argparse turns the error into one sentence."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "diagnose",
@@ -49,6 +60,14 @@ def register(subparsers: Any) -> None:
         help="diagnose service: the cluster DNS to ask (default: the one this state "
         "directory's cluster claimed)",
     )
+    p.add_argument(
+        "--reload-owed-after",
+        metavar="SECONDS",
+        type=_seconds,
+        default=None,
+        help="diagnose route: a reload HAProxy owes for longer than this fails check 6 "
+        "(default 60; the router reloads within 30 s of a change served at run time)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
 
@@ -62,7 +81,7 @@ async def _route_report(args: argparse.Namespace) -> Report:
         parse_url,
         route_target,
     )
-    from shiftnet.diagnose.route_checks import diagnose_route
+    from shiftnet.diagnose.route_checks import OWED_RELOAD_LATE, diagnose_route
 
     async with client_from_args(args) as client:
         if args.what in ("route", "routes"):
@@ -78,7 +97,8 @@ async def _route_report(args: argparse.Namespace) -> Report:
             route = await find_by_url(client, target)
         target = parse_resolve(args.resolve, target)
         facts = await gather_route(client, route, target, Path(args.state_dir))
-    return diagnose_route(facts)
+    owed_after = args.reload_owed_after
+    return diagnose_route(facts, OWED_RELOAD_LATE if owed_after is None else owed_after)
 
 
 async def _service_report(args: argparse.Namespace) -> Report:

@@ -68,6 +68,8 @@ class RouterView:
     servers: tuple[ServerView, ...] | None = None  # None: not asked (no backend, no socket)
     master_running: bool = False
     reload_owed_seconds: float | None = None  # since when runtime changes wait for a reload
+    master_pid: int | None = None
+    master_stopped: bool = False  # the master process is stopped (SIGSTOP): it cannot reload
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,16 @@ def _map_file(path: Path) -> dict[str, str]:
     return entries
 
 
+def _stopped(pid: int) -> bool:
+    """The kernel's state of process ``pid`` is "stopped" (T): it runs nothing, not a reload."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)", which may hold spaces
+    return bool(fields) and fields[0] == "T"
+
+
 async def router_view(
     name: str, work: Path, route_key: str, map_name: str, host: str, path: str
 ) -> RouterView:
@@ -78,6 +88,7 @@ async def router_view(
     rendered = map_lookup(map_name, _map_file(conf / map_name), host, path)
     process = HAProxyProcess(work)
     master_running = process.alive()
+    master_pid = process.read_pid() if master_running else None
     api = RuntimeAPI(socket_dir(work) / ADMIN_SOCKET, timeout=3.0)
     running: str | None = None
     servers: tuple[ServerView, ...] | None = None
@@ -111,4 +122,6 @@ async def router_view(
         servers=servers,
         master_running=master_running,
         reload_owed_seconds=owed,
+        master_pid=master_pid,
+        master_stopped=master_pid is not None and _stopped(master_pid),
     )

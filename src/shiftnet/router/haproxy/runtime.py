@@ -120,7 +120,9 @@ class ServerState:
 
     @property
     def in_maintenance(self) -> bool:
-        return bool(self.admin & 0x2F)
+        # Forced, inherited or resolution maintenance (HAProxy's SRV_ADMF_MAINT). Not 0x04:
+        # a slot written ``disabled`` keeps that bit after ``enable server`` while it serves.
+        return bool(self.admin & 0x23)
 
     @property
     def up(self) -> bool:
