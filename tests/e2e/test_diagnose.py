@@ -128,6 +128,13 @@ class Cluster:
             time.sleep(0.5)
 
 
+def _free_second_octet() -> int:
+    """A 127.X.0.0/16 with no address on this machine (other clusters may run meanwhile)."""
+    out = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
+    used = {int(m) for m in re.findall(r"inet 127\.(\d+)\.", out)}
+    return random.choice([x for x in range(100, 200) if x not in used])
+
+
 @contextlib.contextmanager
 def running_cluster(tmp: Path, extra_env: dict[str, str]) -> Iterator[Cluster]:
     """A ``shiftnet up`` of MANIFESTS on free ports, stopped (with every pod) at the end."""
@@ -145,7 +152,7 @@ def running_cluster(tmp: Path, extra_env: dict[str, str]) -> Iterator[Cluster]:
     env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
     env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"
     env.update(extra_env)
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = f"127.{_free_second_octet()}.0.0/16"
     up = UpProcess(
         ["up", "-f", str(manifests), "--node-name", "diag", "--cluster-network", net],
         cwd=manifests,
