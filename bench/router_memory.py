@@ -115,12 +115,16 @@ def measure(n: int, seconds: float, label: str) -> dict[str, float]:
             samples.append((now, _status_kb(pid, "VmRSS")))
             if served_at is None and _served(router.work_dir, n):
                 served_at = now
-                print(f"  served every route at {now:.1f}s rss={samples[-1][1] / 1024:.1f} MB",
-                      flush=True)
+                print(
+                    f"  served every route at {now:.1f}s rss={samples[-1][1] / 1024:.1f} MB",
+                    flush=True,
+                )
             if served_at is not None and statuses_at is None and _statuses(db) >= n:
                 statuses_at = now
-                print(f"  every status written at {now:.1f}s rss={samples[-1][1] / 1024:.1f} MB",
-                      flush=True)
+                print(
+                    f"  every status written at {now:.1f}s rss={samples[-1][1] / 1024:.1f} MB",
+                    flush=True,
+                )
             if statuses_at is not None and now > statuses_at + seconds:
                 break
             if len(samples) % 20 == 0:
@@ -147,8 +151,12 @@ def measure(n: int, seconds: float, label: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--routes", type=int, default=10000)
-    ap.add_argument("--seconds", type=float, default=20.0,
-                    help="keep sampling this long after every route is served and has a status")
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=20.0,
+        help="keep sampling this long after every route is served and has a status",
+    )
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--label", default="router")
     args = ap.parse_args()

@@ -103,7 +103,9 @@ def combine(runs: list[dict]) -> dict:
     """Several interleaved wrk rounds of one configuration: medians, and summed errors."""
     med = lambda key: round(statistics.median(r[key] for r in runs), 2)  # noqa: E731
     return {
-        "rps": med("rps"), "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"),
+        "rps": med("rps"),
+        "p50_ms": med("p50_ms"),
+        "p99_ms": med("p99_ms"),
         "rounds_rps": [r["rps"] for r in runs],
         "requests": sum(r["requests"] for r in runs),
         "errors": sum(r["errors"] for r in runs),
@@ -127,34 +129,56 @@ class Bench:
         self.extras: dict[str, Any] = {}
 
     def wrk(self, url: str, targets: Path, tag: str, seconds: float | None = None) -> dict:
-        res = wrk.run(url, targets, self.base, seconds or self.args.duration,
-                      connections=self.args.connections, tag=tag)
+        res = wrk.run(
+            url,
+            targets,
+            self.base,
+            seconds or self.args.duration,
+            connections=self.args.connections,
+            tag=tag,
+        )
         return res.as_dict()
 
     # ------------------------------------------------------------- per size
-    async def size(self, workload: str, n: int, client: Client, router: RouterProcess,
-                   rs: list[BenchRoute], pods: dict[str, list[str]],
-                   ref: tuple[RouterProcess, Path] | None = None,
-                   render: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def size(
+        self,
+        workload: str,
+        n: int,
+        client: Client,
+        router: RouterProcess,
+        rs: list[BenchRoute],
+        pods: dict[str, list[str]],
+        ref: tuple[RouterProcess, Path] | None = None,
+        render: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         reqs = requests(rs)
         targets = wrk.write_targets(self.base / f"targets-{workload}-{n}.txt", reqs)
         probes = probes_for(reqs, workload, pods)
-        row: dict[str, Any] = {"workload": workload, "routes": n,
-                               "hosts": len({r.host for r in rs}),
-                               "request_targets": len(reqs)}
+        row: dict[str, Any] = {
+            "workload": workload,
+            "routes": n,
+            "hosts": len({r.host for r in rs}),
+            "request_targets": len(reqs),
+        }
         row["shiftnet_wrong"] = await routing_check(router.http_port, probes)
         row["render"] = render or await render_times(router.store_url, router.work_dir)
         live = (router.work_dir / "conf" / "haproxy.cfg").read_text()
         row["shiftnet_maxconn"] = int(live.split("maxconn", 1)[1].split()[0])
         row["shiftnet_config_lines"] = live.count("\n")
-        row["shiftnet_check_s"] = round(
-            baseline.PlainHAProxy(router.work_dir / "conf").check(), 2)
+        row["shiftnet_check_s"] = round(baseline.PlainHAProxy(router.work_dir / "conf").check(), 2)
         # OpenShift-style baseline on the same routes and pods.
         os_dir = self.base / f"os-{workload}-{n}"
         os_port = procs.free_port()
         t0 = time.perf_counter()
-        files = openshift_cfg.render(rs, pods, os_port, self.pod_port, self.maxconn,
-                                     self.nbthread, str(self.base / f"os-{workload}-{n}.sock"))
+        files = openshift_cfg.render(
+            rs,
+            pods,
+            os_port,
+            self.pod_port,
+            self.maxconn,
+            self.nbthread,
+            str(self.base / f"os-{workload}-{n}.sock"),
+        )
         row["openshift_render_s"] = round(time.perf_counter() - t0, 3)
         openshift_cfg.write(os_dir, files)
         hp = baseline.PlainHAProxy(os_dir)
@@ -164,9 +188,11 @@ class Bench:
             row["openshift_start_s"] = round(hp.start(os_port), 2)
             row["openshift_wrong"] = await routing_check(os_port, probes)
             runs: dict[str, list[dict]] = {"shiftnet": [], "openshift": [], "direct": []}
-            urls = {"shiftnet": f"http://127.0.0.1:{router.http_port}/",
-                    "openshift": f"http://127.0.0.1:{os_port}/",
-                    "direct": f"http://{pod_ip(0)}:{self.pod_port}/"}
+            urls = {
+                "shiftnet": f"http://127.0.0.1:{router.http_port}/",
+                "openshift": f"http://127.0.0.1:{os_port}/",
+                "direct": f"http://{pod_ip(0)}:{self.pod_port}/",
+            }
             tfiles = dict.fromkeys(urls, targets)
             # HAProxy processes per configuration, for its CPU time per request
             haproxies = {"shiftnet": str(router.work_dir) + "/", "openshift": str(os_dir) + "/"}
@@ -178,8 +204,13 @@ class Bench:
             if n > self.args.sizes[0] and not self.args.no_lookup_only:
                 lk_port = procs.free_port()
                 row["lookup_only_backend"] = await lookup_only.write(
-                    client, lk_dir, lk_port, procs.free_port(), row["shiftnet_maxconn"],
-                    self.nbthread)
+                    client,
+                    lk_dir,
+                    lk_port,
+                    procs.free_port(),
+                    row["shiftnet_maxconn"],
+                    self.nbthread,
+                )
                 lk = baseline.PlainHAProxy(lk_dir)
                 lk.start(lk_port)
                 runs["lookup_only"] = []
@@ -198,8 +229,11 @@ class Bench:
                 for which in order:
                     url = urls[which]
                     if self.args.warmup > 0:  # steady state: see --warmup
-                        warm[which].append(self.wrk(url, tfiles[which], f"warm-{which}",
-                                                    seconds=self.args.warmup)["rps"])
+                        warm[which].append(
+                            self.wrk(url, tfiles[which], f"warm-{which}", seconds=self.args.warmup)[
+                                "rps"
+                            ]
+                        )
                     pids = procs.haproxy_family(haproxies[which]) if which in haproxies else []
                     c0 = sum(procs.cpu_seconds(p) for p in pids)
                     res = self.wrk(url, tfiles[which], f"{which}-{workload}-{n}-{k}")
@@ -210,14 +244,16 @@ class Bench:
             # CPU the router process itself spent while wrk ran (stats polling, syncs):
             # it competes with HAProxy for the same two cores.
             row["router_cpu_share_during_rounds"] = round(
-                (procs.cpu_seconds(router.proc.pid) - cpu0) / (time.monotonic() - wall0), 3)
+                (procs.cpu_seconds(router.proc.pid) - cpu0) / (time.monotonic() - wall0), 3
+            )
             for which, rs_ in runs.items():
                 row[which] = combine(rs_)
                 row[which]["warmup_rps"] = warm[which]
                 if cpu_us.get(which):
                     row[which]["haproxy_cpu_us_per_request"] = cpu_us[which]
                     row[which]["haproxy_cpu_us_per_request_median"] = round(
-                        statistics.median(cpu_us[which]), 1)
+                        statistics.median(cpu_us[which]), 1
+                    )
             row["openshift_haproxy_rss_mb"] = round(hp.rss_kb() / 1024, 1)
         finally:
             hp.stop()
@@ -237,12 +273,22 @@ class Bench:
         if "shiftnet_ref" in row and row["shiftnet_ref"]["rps"]:
             row["shiftnet_over_ref"] = round(sn / row["shiftnet_ref"]["rps"], 2)
             # the same ratio per round (the two runs back to back), median over rounds
-            row["shiftnet_over_ref_paired"] = round(statistics.median(
-                a / b for a, b in zip(row["shiftnet"]["rounds_rps"],
-                                      row["shiftnet_ref"]["rounds_rps"], strict=True) if b), 2)
+            row["shiftnet_over_ref_paired"] = round(
+                statistics.median(
+                    a / b
+                    for a, b in zip(
+                        row["shiftnet"]["rounds_rps"],
+                        row["shiftnet_ref"]["rounds_rps"],
+                        strict=True,
+                    )
+                    if b
+                ),
+                2,
+            )
         if "lookup_only" in row and row.get("shiftnet_ref", {}).get("rps"):
             row["lookup_only_over_ref"] = round(
-                row["lookup_only"]["rps"] / row["shiftnet_ref"]["rps"], 2)
+                row["lookup_only"]["rps"] / row["shiftnet_ref"]["rps"], 2
+            )
         return row
 
     # ------------------------------------------------------------- workload
@@ -262,13 +308,14 @@ class Bench:
         ref_rs = routes(lo)
         ref_pods = {r.name: pods_of(r, workload) for r in ref_rs}
         await populate(Client(ref_store), ref_rs, ref_pods, self.pod_port)
-        ref_router = RouterProcess(self.base / f"f{workload[0]}{lo}", f"sqlite://{wdir}/ref.db",
-                                   self.args.reload_interval)
+        ref_router = RouterProcess(
+            self.base / f"f{workload[0]}{lo}", f"sqlite://{wdir}/ref.db", self.args.reload_interval
+        )
         ref_router.start()
-        ref_targets = wrk.write_targets(self.base / f"targets-ref-{workload}.txt",
-                                        requests(ref_rs))
-        await ref_router.wait_ready(ref_rs[-1].host, ref_rs[-1].path or "/",
-                                    ref_pods[ref_rs[-1].name][0])
+        ref_targets = wrk.write_targets(self.base / f"targets-ref-{workload}.txt", requests(ref_rs))
+        await ref_router.wait_ready(
+            ref_rs[-1].host, ref_rs[-1].path or "/", ref_pods[ref_rs[-1].name][0]
+        )
         try:
             for n in self.args.sizes:
                 rs = routes(n)
@@ -282,18 +329,29 @@ class Bench:
                 # The cold pass is pure computation: timed before the router starts, so
                 # its start-up (status writes, the first reloads) does not compete.
                 render = await render_times(store_url, work / "router")  # as RouterProcess
-                log(f"{workload} N={n}: written in {secs:.1f}s, cold pass "
-                    f"{render['runs_total_s']} s; starting shiftnet router")
+                log(
+                    f"{workload} N={n}: written in {secs:.1f}s, cold pass "
+                    f"{render['runs_total_s']} s; starting shiftnet router"
+                )
                 router = RouterProcess(work, store_url, self.args.reload_interval)
                 router.start()
                 last = rs[-1]
-                serve_s = await router.wait_ready(last.host, last.path or "/",
-                                                  pods[last.name][0])
+                serve_s = await router.wait_ready(last.host, last.path or "/", pods[last.name][0])
                 status_s = await wait_statuses(client, n)
-                log(f"{workload} N={n}: serving after {serve_s:.1f}s, statuses after "
-                    f"+{status_s:.1f}s")
-                row = await self.size(workload, n, client, router, rs, pods,
-                                      ref=(ref_router, ref_targets), render=render)
+                log(
+                    f"{workload} N={n}: serving after {serve_s:.1f}s, statuses after "
+                    f"+{status_s:.1f}s"
+                )
+                row = await self.size(
+                    workload,
+                    n,
+                    client,
+                    router,
+                    rs,
+                    pods,
+                    ref=(ref_router, ref_targets),
+                    render=render,
+                )
                 row["router_first_serve_s"] = round(serve_s, 2)
                 row["router_statuses_s"] = round(serve_s + status_s, 2)
                 row["store_write_s"] = round(secs, 1)
@@ -310,8 +368,9 @@ class Bench:
             await ref_store.close()
 
     # ------------------------------------------------------------- extras
-    async def extra_measurements(self, client: Client, router: RouterProcess,
-                                 rs: list[BenchRoute]) -> None:
+    async def extra_measurements(
+        self, client: Client, router: RouterProcess, rs: list[BenchRoute]
+    ) -> None:
         n = len(rs)
         port = router.http_port
         ex: dict[str, Any] = {"routes": n, "reload_interval": self.args.reload_interval}
@@ -324,8 +383,10 @@ class Bench:
         budget_end = time.monotonic() + self.args.samples_budget
         for k in range(self.args.samples):
             if k >= 10 and time.monotonic() > budget_end:
-                log(f"extras: route-add budget of {self.args.samples_budget:.0f}s spent "
-                    f"after {k} samples")
+                log(
+                    f"extras: route-add budget of {self.args.samples_budget:.0f}s spent "
+                    f"after {k} samples"
+                )
                 break
             name, ip = f"add-{k:03d}", spare_ip(next(spare))
             host = f"{name}.add.example.com"
@@ -347,7 +408,8 @@ class Bench:
         ex["route_add_p99_s"] = round(pct(lat, 99), 3)
         ex["route_add_max_s"] = round(max(lat), 3)
         ex["route_add_reloads"] = (
-            router.metrics().get("shiftnet_router_reloads_total", 0) - reloads0)
+            router.metrics().get("shiftnet_router_reloads_total", 0) - reloads0
+        )
 
         # Pod ready -> traffic: 0 -> 1 ready pods, and 1 -> 2 (a scale-up).
         for label, first_ready in (("pod_ready_0to1", False), ("pod_ready_1to2", True)):
@@ -426,8 +488,11 @@ class Bench:
         flip_spare = {r.name: spare_ip(next(spare)) for r in flips}
         await asyncio.sleep(2.0)
         m0 = router.metrics()
-        task = asyncio.create_task(asyncio.to_thread(
-            self.wrk, f"http://127.0.0.1:{port}/", targets, "churn", self.args.churn_seconds))
+        task = asyncio.create_task(
+            asyncio.to_thread(
+                self.wrk, f"http://127.0.0.1:{port}/", targets, "churn", self.args.churn_seconds
+            )
+        )
         changes = {"route_create": 0, "route_delete": 0, "endpoint_change": 0}
         created: list[str] = []
         t_start = time.monotonic()
@@ -478,27 +543,40 @@ class Bench:
         ex["runtime_updates_total"] = m.get("shiftnet_router_runtime_updates_total", 0)
         ex["runtime_fallbacks_total"] = m.get("shiftnet_router_runtime_fallbacks_total", 0)
         ex["reload_seconds_avg"] = (
-            round(m["template_router_reload_seconds_sum"]
-                  / m["template_router_reload_seconds_count"], 3)
-            if m.get("template_router_reload_seconds_count") else None)
+            round(
+                m["template_router_reload_seconds_sum"] / m["template_router_reload_seconds_count"],
+                3,
+            )
+            if m.get("template_router_reload_seconds_count")
+            else None
+        )
         ex["write_config_seconds_avg"] = (
-            round(m["template_router_write_config_seconds_sum"]
-                  / m["template_router_write_config_seconds_count"], 3)
-            if m.get("template_router_write_config_seconds_count") else None)
+            round(
+                m["template_router_write_config_seconds_sum"]
+                / m["template_router_write_config_seconds_count"],
+                3,
+            )
+            if m.get("template_router_write_config_seconds_count")
+            else None
+        )
         self.extras = ex
 
     # ------------------------------------------------------------- output
     @staticmethod
     def print_row(row: dict[str, Any]) -> None:
-        log(f"{row['workload']} N={row['routes']}: shiftnet {row['shiftnet']['rps']:.0f} req/s "
+        log(
+            f"{row['workload']} N={row['routes']}: shiftnet {row['shiftnet']['rps']:.0f} req/s "
             f"(errors {row['shiftnet']['errors']}, wrong {row['shiftnet_wrong']}), "
             f"openshift {row['openshift']['rps']:.0f} req/s (errors {row['openshift']['errors']}, "
             f"wrong {row['openshift_wrong']}), direct {row['direct']['rps']:.0f} req/s; "
-            f"render cold {row['render']['render_cold_s']}s")
+            f"render cold {row['render']['render_cold_s']}s"
+        )
         for which in ("shiftnet", "shiftnet_ref", "lookup_only", "openshift"):
             if which in row:
-                log(f"  {which}: rounds {row[which]['rounds_rps']} req/s, HAProxy CPU "
-                    f"{row[which].get('haproxy_cpu_us_per_request', [])} us/request")
+                log(
+                    f"  {which}: rounds {row[which]['rounds_rps']} req/s, HAProxy CPU "
+                    f"{row[which].get('haproxy_cpu_us_per_request', [])} us/request"
+                )
 
     def verdicts(self) -> list[tuple[str, str, bool | None]]:
         out: list[tuple[str, str, bool | None]] = []
@@ -509,48 +587,78 @@ class Bench:
             ratio = big.get("shiftnet_over_ref", 0.0)
             a, b = by[(SHARED, lo)]["shiftnet"]["rps"], big["shiftnet"]["rps"]
             apart = b / a if a else 0.0
-            cpu = [by[(SHARED, hi)].get(k, {}).get("haproxy_cpu_us_per_request_median")
-                   for k in ("shiftnet_ref", "shiftnet", "lookup_only")]
-            out.append((f"lookup: shared pods, shiftnet req/s at N={hi} / at N={lo} >= 0.9 "
-                        f"(same rounds; per-round pairs: {big.get('shiftnet_over_ref_paired')}; "
-                        f"runs minutes apart: {apart:.2f}; HAProxy CPU us/request at "
-                        f"N={lo} / N={hi} / N={hi} one backend: {cpu[0]} / {cpu[1]} / {cpu[2]}; "
-                        f"one backend / N={lo}: {big.get('lookup_only_over_ref')})",
-                        f"{ratio:.2f}", ratio >= 0.9))
+            cpu = [
+                by[(SHARED, hi)].get(k, {}).get("haproxy_cpu_us_per_request_median")
+                for k in ("shiftnet_ref", "shiftnet", "lookup_only")
+            ]
+            out.append(
+                (
+                    f"lookup: shared pods, shiftnet req/s at N={hi} / at N={lo} >= 0.9 "
+                    f"(same rounds; per-round pairs: {big.get('shiftnet_over_ref_paired')}; "
+                    f"runs minutes apart: {apart:.2f}; HAProxy CPU us/request at "
+                    f"N={lo} / N={hi} / N={hi} one backend: {cpu[0]} / {cpu[1]} / {cpu[2]}; "
+                    f"one backend / N={lo}: {big.get('lookup_only_over_ref')})",
+                    f"{ratio:.2f}",
+                    ratio >= 0.9,
+                )
+            )
         if (OWN, hi) in by:
             r = by[(OWN, hi)]["shiftnet_over_openshift"] or 0.0
-            out.append((f"own pods N={hi}: shiftnet / OpenShift-style req/s >= 5", f"{r:.2f}",
-                        r >= 5))
+            out.append(
+                (f"own pods N={hi}: shiftnet / OpenShift-style req/s >= 5", f"{r:.2f}", r >= 5)
+            )
         wrong = sum(r["shiftnet_wrong"] for r in self.rows)
         out.append(("shiftnet routes every probe to the right pod", f"{wrong} wrong", wrong == 0))
         ex = self.extras
         if ex:
-            out.append((f"route created -> first 200 p50 < 1 s (N={ex['routes']})",
-                        f"p50 {ex['route_add_p50_s']}s p99 {ex['route_add_p99_s']}s "
-                        f"({ex['route_add_samples']} routes)",
-                        ex["route_add_p50_s"] < 1.0))
+            out.append(
+                (
+                    f"route created -> first 200 p50 < 1 s (N={ex['routes']})",
+                    f"p50 {ex['route_add_p50_s']}s p99 {ex['route_add_p99_s']}s "
+                    f"({ex['route_add_samples']} routes)",
+                    ex["route_add_p50_s"] < 1.0,
+                )
+            )
             for label in ("pod_ready_0to1", "pod_ready_1to2"):
                 d = ex[label]
-                out.append((f"{label.replace('_', ' ')} -> traffic p50 < 100 ms "
-                            "(reloads counted, not awaited)",
-                            f"p50 {d['p50_ms']}ms, reloads {d['reloads']:.0f}, runtime updates "
-                            f"{d['runtime_updates']:.0f}, fallbacks {d['fallbacks']:.0f}",
-                            d["p50_ms"] < 100))
-            out.append(("router RSS < 300 MB", f"{ex['router_rss_mb']} MB",
-                        ex["router_rss_mb"] < 300))
+                out.append(
+                    (
+                        f"{label.replace('_', ' ')} -> traffic p50 < 100 ms "
+                        "(reloads counted, not awaited)",
+                        f"p50 {d['p50_ms']}ms, reloads {d['reloads']:.0f}, runtime updates "
+                        f"{d['runtime_updates']:.0f}, fallbacks {d['fallbacks']:.0f}",
+                        d["p50_ms"] < 100,
+                    )
+                )
+            out.append(
+                ("router RSS < 300 MB", f"{ex['router_rss_mb']} MB", ex["router_rss_mb"] < 300)
+            )
             c = ex["churn"]
-            out.append((f"{c['seconds']} s wrk with a change every second: 0 failed",
-                        f"{c['failed_requests']} failed of {c['wrk']['requests']}",
-                        c["failed_requests"] == 0))
+            out.append(
+                (
+                    f"{c['seconds']} s wrk with a change every second: 0 failed",
+                    f"{c['failed_requests']} failed of {c['wrk']['requests']}",
+                    c["failed_requests"] == 0,
+                )
+            )
         if self.rows:
             big = self.rows[-1]["render"]
             whole = big["admit_s"] + big["model_s"] + big["render_cold_s"]
-            out.append((f"render {big['routes']} routes < 1 s (cold render step, fresh process)",
-                        f"{big['render_cold_s']:.2f}s; warm {big['render_warm_s']:.2f}s",
-                        big["render_cold_s"] < 1.0))
-            out.append((f"whole cold pass {big['routes']} routes < 1 s "
-                        "(admission+model+render; the router does it once, at start)",
-                        f"{whole:.2f}s (runs {big.get('runs_total_s')})", whole < 1.0))
+            out.append(
+                (
+                    f"render {big['routes']} routes < 1 s (cold render step, fresh process)",
+                    f"{big['render_cold_s']:.2f}s; warm {big['render_warm_s']:.2f}s",
+                    big["render_cold_s"] < 1.0,
+                )
+            )
+            out.append(
+                (
+                    f"whole cold pass {big['routes']} routes < 1 s "
+                    "(admission+model+render; the router does it once, at start)",
+                    f"{whole:.2f}s (runs {big.get('runs_total_s')})",
+                    whole < 1.0,
+                )
+            )
         return out
 
     def table(self) -> str:
@@ -574,7 +682,8 @@ class Bench:
                 f"{r['shiftnet_wrong']}/{r['openshift_wrong']} | "
                 f"{rd['admit_s'] + rd['model_s'] + rd['render_cold_s']:.2f} | "
                 f"{r['router_rss_mb']} | {r['shiftnet_haproxy_rss_mb']}/"
-                f"{r['openshift_haproxy_rss_mb']} |")
+                f"{r['openshift_haproxy_rss_mb']} |"
+            )
         lines.append("")
         lines.append("| target | measured | met |")
         lines.append("|---|---|---|")
@@ -585,34 +694,59 @@ class Bench:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes", default="10,1000,10000",
-                   help="route counts, ascending (default 10,1000,10000)")
+    p.add_argument(
+        "--sizes", default="10,1000,10000", help="route counts, ascending (default 10,1000,10000)"
+    )
     p.add_argument("--workloads", default=f"{SHARED},{OWN}")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
-    p.add_argument("--rounds", type=int, default=5,
-                   help="interleaved wrk rounds per configuration (median reported; 5: per-round "
-                   "noise on this machine is ±20 %%, the lookup target is 10 %%)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="interleaved wrk rounds per configuration (median reported; 5: per-round "
+        "noise on this machine is ±20 %%, the lookup target is 10 %%)",
+    )
     p.add_argument("--connections", type=int, default=64)
-    p.add_argument("--no-lookup-only", action="store_true",
-                   help="skip the diagnostic configuration that serves every route's lookup "
-                        "from one backend (routerbench/lookup_only.py)")
-    p.add_argument("--warmup", type=float, default=2.0,
-                   help="seconds of unmeasured wrk right before each measured run (0: none). "
-                        "HAProxy keeps idle connections per server and purges those unused "
-                        "for 5 s; while the other configurations run, a 10,000-route router "
-                        "loses them, and its first seconds open a connection per backend")
+    p.add_argument(
+        "--no-lookup-only",
+        action="store_true",
+        help="skip the diagnostic configuration that serves every route's lookup "
+        "from one backend (routerbench/lookup_only.py)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=2.0,
+        help="seconds of unmeasured wrk right before each measured run (0: none). "
+        "HAProxy keeps idle connections per server and purges those unused "
+        "for 5 s; while the other configurations run, a 10,000-route router "
+        "loses them, and its first seconds open a connection per backend",
+    )
     p.add_argument("--churn-seconds", type=int, default=60)
     p.add_argument("--samples", type=int, default=50, help="routes for created -> first 200")
-    p.add_argument("--samples-budget", type=float, default=420.0,
-                   help="stop route-add sampling after this many seconds (at least 10 samples)")
+    p.add_argument(
+        "--samples-budget",
+        type=float,
+        default=420.0,
+        help="stop route-add sampling after this many seconds (at least 10 samples)",
+    )
     p.add_argument("--pod-samples", type=int, default=10)
-    p.add_argument("--reload-interval", default="0s",
-                   help="RELOAD_INTERVAL for the router (default 0s: every change as fast "
-                        "as the reload path allows; OpenShift's default is 5s)")
-    p.add_argument("--no-extras", action="store_true",
-                   help="only the req/s rounds (no latency, pod-ready or churn measurements)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: sizes 10,200, 3 s wrk runs, 10 s churn, 5 samples")
+    p.add_argument(
+        "--reload-interval",
+        default="0s",
+        help="RELOAD_INTERVAL for the router (default 0s: every change as fast "
+        "as the reload path allows; OpenShift's default is 5s)",
+    )
+    p.add_argument(
+        "--no-extras",
+        action="store_true",
+        help="only the req/s rounds (no latency, pod-ready or churn measurements)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: sizes 10,200, 3 s wrk runs, 10 s churn, 5 samples",
+    )
     p.add_argument("--json", default=str(ROOT / "bench" / "results" / "router_scale.json"))
     args = p.parse_args(argv)
     if args.quick:
@@ -667,9 +801,11 @@ def main(argv: list[str] | None = None) -> int:
         "started": started,
         "command": "python bench/router_scale.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
-                    "nofile": __import__("resource").getrlimit(
-                        __import__("resource").RLIMIT_NOFILE)},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "kernel": platform.release(),
+            "nofile": __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE),
+        },
         "haproxy_maxconn": bench.maxconn,
         "haproxy_nbthread": bench.nbthread,
         "args": {k: v for k, v in vars(args).items() if k != "json"},

@@ -20,8 +20,13 @@ class PlainHAProxy:
 
     def check(self) -> float:
         t0 = time.monotonic()
-        out = subprocess.run([HAPROXY, "-c", "-q", "-f", "haproxy.cfg"], cwd=self.conf_dir,
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [HAPROXY, "-c", "-q", "-f", "haproxy.cfg"],
+            cwd=self.conf_dir,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if out.returncode != 0:
             raise RuntimeError(f"haproxy -c failed: {(out.stdout + out.stderr)[-800:]}")
         return time.monotonic() - t0
@@ -34,9 +39,21 @@ class PlainHAProxy:
         t0 = time.monotonic()
         pid_file = self.conf_dir / "haproxy.pid"
         out = subprocess.run(
-            [HAPROXY, "-W", "-D", "-S", f"{self.conf_dir}/master.sock,mode,600",
-             "-p", str(pid_file), "-f", "haproxy.cfg"],
-            cwd=self.conf_dir, capture_output=True, text=True, timeout=timeout,
+            [
+                HAPROXY,
+                "-W",
+                "-D",
+                "-S",
+                f"{self.conf_dir}/master.sock,mode,600",
+                "-p",
+                str(pid_file),
+                "-f",
+                "haproxy.cfg",
+            ],
+            cwd=self.conf_dir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if out.returncode != 0 or not pid_file.exists():
             procs.kill_haproxy(str(self.conf_dir))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 
-async def get(port: int, host: str, path: str = "/", ip: str = "127.0.0.1",
-              timeout: float = 5.0) -> tuple[int, str]:
+async def get(
+    port: int, host: str, path: str = "/", ip: str = "127.0.0.1", timeout: float = 5.0
+) -> tuple[int, str]:
     """(status, body); (0, error text) when the connection fails."""
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(ip, port), timeout)

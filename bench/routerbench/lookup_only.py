@@ -29,20 +29,25 @@ from shiftnet.router.model import build_model
 _HTTP_MAPS = render_mod.HTTP_MAPS
 
 
-async def write(client: Client, conf_dir: Path, http_port: int, https_port: int,
-                maxconn: int, nbthread: int) -> str:
+async def write(
+    client: Client, conf_dir: Path, http_port: int, https_port: int, maxconn: int, nbthread: int
+) -> str:
     """Render the store's routes into ``conf_dir`` (maps re-pointed); the backend served."""
-    config = RouterConfig.from_env({
-        "ROUTER_BIND_ADDRESS": "127.0.0.1",
-        "ROUTER_SERVICE_HTTP_PORT": str(http_port),
-        "ROUTER_SERVICE_HTTPS_PORT": str(https_port),
-        "STATS_PORT": "0",
-        "ROUTER_MAX_CONNECTIONS": str(maxconn),
-        "ROUTER_THREADS": str(nbthread),
-    })
+    config = RouterConfig.from_env(
+        {
+            "ROUTER_BIND_ADDRESS": "127.0.0.1",
+            "ROUTER_SERVICE_HTTP_PORT": str(http_port),
+            "ROUTER_SERVICE_HTTPS_PORT": str(https_port),
+            "STATS_PORT": "0",
+            "ROUTER_MAX_CONNECTIONS": str(maxconn),
+            "ROUTER_THREADS": str(nbthread),
+        }
+    )
     model = build_model(
         admit(await client.list(Route), await client.list(Namespace), config),
-        await client.list(Endpoints), await client.list(Service))
+        await client.list(Endpoints),
+        await client.list(Service),
+    )
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "run").mkdir(exist_ok=True)
     cert = default_certificate(None, conf_dir, "lookup-only.bench")
@@ -53,8 +58,11 @@ async def write(client: Client, conf_dir: Path, http_port: int, https_port: int,
         raise RuntimeError("lookup-only: no HTTP route backend rendered")
     target = first[1]
     for name in _HTTP_MAPS:
-        files[name] = b"".join(line.rsplit(b" ", 1)[0] + b" " + target + b"\n"
-                               for line in files[name].splitlines() if line)
+        files[name] = b"".join(
+            line.rsplit(b" ", 1)[0] + b" " + target + b"\n"
+            for line in files[name].splitlines()
+            if line
+        )
     for name, data in files.items():
         path = conf_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)

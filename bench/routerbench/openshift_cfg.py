@@ -132,9 +132,7 @@ def render(
         check = " check inter 5000ms" if len(addrs) > 1 else ""
         for ip in addrs:
             sid = f"pod:{r.name}-pod:{r.name}:{ip}:{pod_port}"
-            lines.append(
-                f"  server {sid} {ip}:{pod_port} cookie {_hash(sid)} weight 256{check}"
-            )
+            lines.append(f"  server {sid} {ip}:{pod_port} cookie {_hash(sid)} weight 256{check}")
         backends.append("\n".join(lines) + "\n")
     cfg = "\n".join(head) + "\n" + "\n".join(backends)
     return {

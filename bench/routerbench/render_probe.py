@@ -27,8 +27,12 @@ async def _load(store_url: str) -> tuple[list, list, list, list]:
     store = open_store(store_url)
     try:
         client = Client(store)
-        return (await client.list(Route), await client.list(Namespace),
-                await client.list(Endpoints), await client.list(Service))
+        return (
+            await client.list(Route),
+            await client.list(Namespace),
+            await client.list(Endpoints),
+            await client.list(Service),
+        )
     finally:
         await store.close()
 
@@ -37,8 +41,9 @@ def main() -> None:
     store_url, work_dir = sys.argv[1], sys.argv[2]
     routes, nss, eps, svcs = asyncio.run(_load(store_url))
     config = RouterConfig.from_env({"ROUTER_BIND_ADDRESS": "127.0.0.1"})
-    paths = render_mod.RenderPaths(run_dir=f"{work_dir}/run",
-                                   default_certificate=f"{work_dir}/default.pem")
+    paths = render_mod.RenderPaths(
+        run_dir=f"{work_dir}/run", default_certificate=f"{work_dir}/default.pem"
+    )
     t0 = time.perf_counter()
     result = admit(routes, nss, config)
     t1 = time.perf_counter()
@@ -48,14 +53,18 @@ def main() -> None:
     t3 = time.perf_counter()
     render_mod.render(model, config, paths)
     t4 = time.perf_counter()
-    print(json.dumps({
-        "routes": len(routes),
-        "admit_s": round(t1 - t0, 3),
-        "model_s": round(t2 - t1, 3),
-        "render_cold_s": round(t3 - t2, 3),
-        "render_warm_s": round(t4 - t3, 3),
-        "config_bytes": sum(len(v) for v in files.values()),
-    }))
+    print(
+        json.dumps(
+            {
+                "routes": len(routes),
+                "admit_s": round(t1 - t0, 3),
+                "model_s": round(t2 - t1, 3),
+                "render_cold_s": round(t3 - t2, 3),
+                "render_warm_s": round(t4 - t3, 3),
+                "config_bytes": sum(len(v) for v in files.values()),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

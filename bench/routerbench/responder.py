@@ -54,8 +54,10 @@ class Responder:
 
     def __init__(self, prefix: Path, addrs: list[str], port: int, workers: int = 1) -> None:
         step = ADDRS_PER_PROCESS
-        self.shards = [_Nginx(prefix / f"n{i // step}", addrs[i:i + step], port, workers)
-                       for i in range(0, len(addrs), step)]
+        self.shards = [
+            _Nginx(prefix / f"n{i // step}", addrs[i : i + step], port, workers)
+            for i in range(0, len(addrs), step)
+        ]
 
     def start(self) -> Responder:
         for shard in self.shards:

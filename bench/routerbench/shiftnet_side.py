@@ -27,11 +27,15 @@ SHIFTNET = str(Path(sys.executable).with_name("shiftnet"))
 
 
 def service(name: str, pod_port: int) -> Service:
-    return Service.model_validate({
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"selector": {"app": name},
-                 "ports": [{"name": "http", "port": 80, "targetPort": pod_port}]},
-    })
+    return Service.model_validate(
+        {
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "selector": {"app": name},
+                "ports": [{"name": "http", "port": 80, "targetPort": pod_port}],
+            },
+        }
+    )
 
 
 def endpoints(name: str, ready: list[str], pod_port: int, not_ready: list[str] = ()) -> Endpoints:  # type: ignore[assignment]
@@ -39,24 +43,32 @@ def endpoints(name: str, ready: list[str], pod_port: int, not_ready: list[str] =
         pod = "pod-" + ip.replace(".", "-")
         return {"ip": ip, "targetRef": {"kind": "Pod", "namespace": NAMESPACE, "name": pod}}
 
-    subset: dict[str, Any] = {"addresses": [addr(i) for i in ready],
-                              "ports": [{"name": "http", "port": pod_port}]}
+    subset: dict[str, Any] = {
+        "addresses": [addr(i) for i in ready],
+        "ports": [{"name": "http", "port": pod_port}],
+    }
     if not_ready:
         subset["notReadyAddresses"] = [addr(i) for i in not_ready]
-    return Endpoints.model_validate({"metadata": {"name": name, "namespace": NAMESPACE},
-                                     "subsets": [subset] if ready or not_ready else []})
+    return Endpoints.model_validate(
+        {
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "subsets": [subset] if ready or not_ready else [],
+        }
+    )
 
 
 def route(r: BenchRoute) -> Route:
     spec: dict[str, Any] = {"host": r.host, "to": {"kind": "Service", "name": r.name}}
     if r.path:
         spec["path"] = r.path
-    return Route.model_validate({"metadata": {"name": r.name, "namespace": NAMESPACE},
-                                 "spec": spec})
+    return Route.model_validate(
+        {"metadata": {"name": r.name, "namespace": NAMESPACE}, "spec": spec}
+    )
 
 
-async def populate(client: Client, rs: list[BenchRoute], pods: dict[str, list[str]],
-                   pod_port: int) -> float:
+async def populate(
+    client: Client, rs: list[BenchRoute], pods: dict[str, list[str]], pod_port: int
+) -> float:
     """Create Service, Endpoints and Route for each route (Namespace first); seconds taken."""
     t0 = time.monotonic()
     if await client.try_get(Namespace, None, NAMESPACE) is None:
@@ -85,23 +97,36 @@ class RouterProcess:
     def start(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
-        env.update({
-            "ROUTER_SERVICE_HTTP_PORT": str(self.http_port),
-            "ROUTER_SERVICE_HTTPS_PORT": str(self.https_port),
-            "STATS_PORT": str(self.stats_port),
-            "ROUTER_BIND_ADDRESS": "127.0.0.1",
-            "ROUTER_WORK_DIR": str(self.work_dir),
-            "RELOAD_INTERVAL": self.reload_interval,
-            "SHIFTNET_HOME": str(self.base),
-        })
+        env.update(
+            {
+                "ROUTER_SERVICE_HTTP_PORT": str(self.http_port),
+                "ROUTER_SERVICE_HTTPS_PORT": str(self.https_port),
+                "STATS_PORT": str(self.stats_port),
+                "ROUTER_BIND_ADDRESS": "127.0.0.1",
+                "ROUTER_WORK_DIR": str(self.work_dir),
+                "RELOAD_INTERVAL": self.reload_interval,
+                "SHIFTNET_HOME": str(self.base),
+            }
+        )
         self.proc = procs.spawn(
-            [SHIFTNET, "--store", self.store_url, "--state-dir", str(self.base), "-v",
-             "router", "--metrics-listen", f"127.0.0.1:{self.metrics_port}"],
-            self.base / "router.log", env=env,
+            [
+                SHIFTNET,
+                "--store",
+                self.store_url,
+                "--state-dir",
+                str(self.base),
+                "-v",
+                "router",
+                "--metrics-listen",
+                f"127.0.0.1:{self.metrics_port}",
+            ],
+            self.base / "router.log",
+            env=env,
         )
 
-    async def wait_ready(self, probe_host: str, probe_path: str, want: str,
-                         timeout: float = 600.0) -> float:
+    async def wait_ready(
+        self, probe_host: str, probe_path: str, want: str, timeout: float = 600.0
+    ) -> float:
         """Seconds until ``probe_host`` answers ``want`` through the router."""
         from routerbench.http import get
 
@@ -113,8 +138,9 @@ class RouterProcess:
             if status == 200 and body == want:
                 return time.monotonic() - t0
             await asyncio.sleep(0.05)
-        raise RuntimeError(f"router did not serve {probe_host}{probe_path} in {timeout}s: "
-                           + self.log_tail())
+        raise RuntimeError(
+            f"router did not serve {probe_host}{probe_path} in {timeout}s: " + self.log_tail()
+        )
 
     def log_tail(self) -> str:
         try:
@@ -124,8 +150,11 @@ class RouterProcess:
 
     def metrics(self) -> dict[str, float]:
         """Counters from ``/metrics`` (label sets summed by metric name)."""
-        text = urllib.request.urlopen(
-            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        text = (
+            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5)
+            .read()
+            .decode()
+        )
         out: dict[str, float] = {}
         for line in text.splitlines():
             m = re.match(r"^([a-zA-Z_:]+)(\{[^}]*\})? ([-0-9.eE+]+|NaN)$", line)
@@ -158,7 +187,11 @@ async def render_times(store_url: str, work_dir: Path, runs: int = 3) -> dict:
     out: list[dict] = []
     for _ in range(runs):
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "routerbench.render_probe", store_url, str(work_dir),
+            sys.executable,
+            "-m",
+            "routerbench.render_probe",
+            store_url,
+            str(work_dir),
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
         )

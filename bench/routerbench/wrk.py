@@ -87,8 +87,17 @@ def run(
     out = work / f"{tag}.json"
     out.unlink(missing_ok=True)
     env = dict(os.environ, RB_TARGETS=str(targets), RB_OUT=str(out))
-    cmd = [WRK, f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
-           "--timeout", "5s", "-s", str(script), url]
+    cmd = [
+        WRK,
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(script),
+        url,
+    ]
     proc = procs.spawn(cmd, work / f"{tag}.log", env=env)
     try:
         proc.wait(timeout=seconds + 60)

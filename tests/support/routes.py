@@ -98,8 +98,7 @@ def service(
             "metadata": {"name": name, "namespace": namespace},
             "spec": {
                 "ports": [
-                    {"port": p, "targetPort": t, **({"name": n} if n else {})}
-                    for n, p, t in ports
+                    {"port": p, "targetPort": t, **({"name": n} if n else {})} for n, p, t in ports
                 ]
             },
         }

@@ -64,7 +64,7 @@ SERVICE_BAD = [
     ),
     (
         {"clusterIP": "None", "clusterIPs": ["None", "172.30.0.10"]},
-        'spec.clusterIPs: Invalid value: "None,172.30.0.10": \'None\' must be the first and '
+        "spec.clusterIPs: Invalid value: \"None,172.30.0.10\": 'None' must be the first and "
         "only value",
     ),
     (

@@ -108,9 +108,7 @@ def dns1035_label_errors(value: str) -> list[str]:
 # A host name with nothing to report: labels of 1-63 ``[a-z0-9-]`` that neither
 # start nor end with ``-``. One match answers the common case; anything it does
 # not match goes through the detailed checks below, which word the errors.
-_HOSTNAME_OK_RE = re.compile(
-    r"(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?<!-))*"
-)
+_HOSTNAME_OK_RE = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?<!-))*")
 
 
 def hostname_errors(value: str) -> list[str]:

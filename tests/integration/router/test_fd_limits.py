@@ -81,8 +81,7 @@ def _render(tmp: Path, pods: list[Backend], http_port: int, **config: int) -> st
     )
     routes = [f.route(f"r{i}", f"h{i}.example.com", service=f"s{i}") for i in range(ROUTES)]
     eps = [
-        f.endpoints(f"s{i}", [p.ip for p in pods], [("http", pods[0].port)])
-        for i in range(ROUTES)
+        f.endpoints(f"s{i}", [p.ip for p in pods], [("http", pods[0].port)]) for i in range(ROUTES)
     ]
     run = tmp / "run"
     run.mkdir(exist_ok=True)
@@ -160,8 +159,13 @@ def test_router_under_a_low_descriptor_limit_serves_and_says_so_once(tmp_path: P
             asyncio.run(_write_routes(sn.store, pods))
             proc = subprocess.Popen(
                 [
-                    SHIFTNET, "--store", sn.store, "router",
-                    f"--http-port={http}", f"--https-port={free_port()}", "--stats-port=0",
+                    SHIFTNET,
+                    "--store",
+                    sn.store,
+                    "router",
+                    f"--http-port={http}",
+                    f"--https-port={free_port()}",
+                    "--stats-port=0",
                     "--bind-address=127.0.0.1",
                 ],
                 env={**sn.env(), "ROUTER_BACKEND_CHECK_INTERVAL": "60s"},

@@ -224,9 +224,16 @@ def test_error_pages_stats_and_health(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     http_port, https_port, stats_port = free_port(), free_port(), free_port()
     config = RouterConfig(
-        http_port=http_port, https_port=https_port, stats_port=stats_port, threads=1,
-        max_connections=500, bind_address="127.0.0.1", stats_username="admin",
-        stats_password="s3cret", errorfile_404=str(page_404), errorfile_503=str(page_503),
+        http_port=http_port,
+        https_port=https_port,
+        stats_port=stats_port,
+        threads=1,
+        max_connections=500,
+        bind_address="127.0.0.1",
+        stats_username="admin",
+        stats_password="s3cret",
+        errorfile_404=str(page_404),
+        errorfile_503=str(page_503),
     )
     model = build_model(admit([f.route("a", "a.example.com")], [], config), [])
     paths = RenderPaths(str(tmp_path / "run"), str(tmp_path / "default.pem"))
@@ -248,25 +255,54 @@ def test_annotations_take_effect(tmp_path: Path) -> None:
     (tmp_path / "default.pem").write_text(default.cert_pem + default.key_pem)
     (tmp_path / "run").mkdir()
     http_port, https_port = free_port(), free_port()
-    config = RouterConfig(http_port=http_port, https_port=https_port, stats_port=0, threads=1,
-                          max_connections=500, bind_address="127.0.0.1")
+    config = RouterConfig(
+        http_port=http_port,
+        https_port=https_port,
+        stats_port=0,
+        threads=1,
+        max_connections=500,
+        bind_address="127.0.0.1",
+    )
     with backends("a", "b", "c", port=free_port()) as pods:
         routes = [
-            f.route("checked", "checked.example.com", service="three", annotations={
-                "haproxy.router.openshift.io/balance": "roundrobin",
-                "haproxy.router.openshift.io/disable_cookies": "true",
-                "router.openshift.io/haproxy.health.check.interval": "100ms",
-            }),
-            f.route("denied", "denied.example.com", service="three", annotations={
-                "haproxy.router.openshift.io/ip_allowlist": "10.0.0.0/8 192.168.0.1"}),
-            f.route("allowed", "allowed.example.com", service="three", annotations={
-                "haproxy.router.openshift.io/ip_allowlist": "10.0.0.0/8 127.0.0.0/8"}),
-            f.route("hsts", "hsts.example.com", service="three",
-                    tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"},
-                    annotations={"haproxy.router.openshift.io/hsts_header": "max-age=600"}),
-            f.route("limited", "limited.example.com", service="three", annotations={
-                "haproxy.router.openshift.io/rate-limit-connections": "true",
-                "haproxy.router.openshift.io/rate-limit-connections.rate-http": "5"}),
+            f.route(
+                "checked",
+                "checked.example.com",
+                service="three",
+                annotations={
+                    "haproxy.router.openshift.io/balance": "roundrobin",
+                    "haproxy.router.openshift.io/disable_cookies": "true",
+                    "router.openshift.io/haproxy.health.check.interval": "100ms",
+                },
+            ),
+            f.route(
+                "denied",
+                "denied.example.com",
+                service="three",
+                annotations={"haproxy.router.openshift.io/ip_allowlist": "10.0.0.0/8 192.168.0.1"},
+            ),
+            f.route(
+                "allowed",
+                "allowed.example.com",
+                service="three",
+                annotations={"haproxy.router.openshift.io/ip_allowlist": "10.0.0.0/8 127.0.0.0/8"},
+            ),
+            f.route(
+                "hsts",
+                "hsts.example.com",
+                service="three",
+                tls={"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"},
+                annotations={"haproxy.router.openshift.io/hsts_header": "max-age=600"},
+            ),
+            f.route(
+                "limited",
+                "limited.example.com",
+                service="three",
+                annotations={
+                    "haproxy.router.openshift.io/rate-limit-connections": "true",
+                    "haproxy.router.openshift.io/rate-limit-connections.rate-http": "5",
+                },
+            ),
             f.route("sticky", "sticky.example.com", service="three"),
         ]
         eps = [_eps("three", pods)]
@@ -275,16 +311,19 @@ def test_annotations_take_effect(tmp_path: Path) -> None:
         write_file_set(tmp_path / "conf", render(model, config, paths).files)
         with running_haproxy(tmp_path / "conf", [http_port]):
             # roundrobin over three pods splits evenly.
-            counts = Counter(request(http_port, "checked.example.com").backend
-                             for _ in range(300))
+            counts = Counter(request(http_port, "checked.example.com").backend for _ in range(300))
             assert set(counts) == {"a", "b", "c"}
             assert all(90 <= n <= 110 for n in counts.values()), counts
 
             assert request(http_port, "denied.example.com").status == 403
             assert request(http_port, "allowed.example.com").status == 200
 
-            assert request(https_port, "hsts.example.com", tls=True).headers[
-                "strict-transport-security"] == "max-age=600"
+            assert (
+                request(https_port, "hsts.example.com", tls=True).headers[
+                    "strict-transport-security"
+                ]
+                == "max-age=600"
+            )
             assert "strict-transport-security" not in request(http_port, "hsts.example.com").headers
 
             statuses = [request(http_port, "limited.example.com").status for _ in range(12)]
@@ -294,8 +333,10 @@ def test_annotations_take_effect(tmp_path: Path) -> None:
             first = request(http_port, "sticky.example.com")
             cookie = first.headers["set-cookie"].split(";", 1)[0]
             assert "httponly" in first.headers["set-cookie"].lower()
-            again = {request(http_port, "sticky.example.com", headers={"Cookie": cookie}).backend
-                     for _ in range(10)}
+            again = {
+                request(http_port, "sticky.example.com", headers={"Cookie": cookie}).backend
+                for _ in range(10)
+            }
             assert again == {first.backend}
 
             # A dead pod stops receiving traffic once its health check fails.
@@ -306,6 +347,5 @@ def test_annotations_take_effect(tmp_path: Path) -> None:
                 if seen == {200}:
                     break
                 time.sleep(0.2)
-            answers = Counter(request(http_port, "checked.example.com").backend
-                              for _ in range(30))
+            answers = Counter(request(http_port, "checked.example.com").backend for _ in range(30))
             assert set(answers) == {"b", "c"}, answers

@@ -280,8 +280,9 @@ async def test_zero_failed_requests_through_50_reloads(router_env: RouterEnv) ->
             i = 0
             while env.router.driver.reloads - reloads_before < 50 and i < 80:
                 timeout = {"haproxy.router.openshift.io/timeout": f"{i + 30}s"}
-                await env.apply(route("demo", f"r{i}", f"r{i}.example.com", "steady",
-                                      annotations=timeout))
+                await env.apply(
+                    route("demo", f"r{i}", f"r{i}.example.com", "steady", annotations=timeout)
+                )
                 await env.eventually(
                     lambda i=i: _when(env.get(f"r{i}.example.com"), lambda r: r.status == 200)
                 )

@@ -44,8 +44,7 @@ def test_same_host_other_path_in_same_namespace_is_admitted() -> None:
 
 def test_other_namespace_is_rejected_unless_ownership_check_disabled() -> None:
     a = f.route("a", "app.example.com", namespace="one", created="2026-01-01T00:00:00Z")
-    b = f.route("b", "app.example.com", namespace="two", path="/x",
-                created="2026-01-02T00:00:00Z")
+    b = f.route("b", "app.example.com", namespace="two", path="/x", created="2026-01-02T00:00:00Z")
     result = admit([a, b], [], CONFIG)
     assert result.decision("two", "b").reason == HOST_ALREADY_CLAIMED  # type: ignore[union-attr]
     assert 'namespace "one"' in result.decision("two", "b").message  # type: ignore[union-attr]
@@ -69,10 +68,16 @@ def test_same_timestamp_uid_breaks_the_tie() -> None:
 
 
 def test_passthrough_cannot_share_its_host_with_another_tls_route() -> None:
-    edge = f.route("edge", "app.example.com", tls={"termination": "edge"},
-                   created="2026-01-01T00:00:00Z")
-    pt = f.route("pt", "app.example.com", path="", tls={"termination": "passthrough"},
-                 created="2026-01-02T00:00:00Z")
+    edge = f.route(
+        "edge", "app.example.com", tls={"termination": "edge"}, created="2026-01-01T00:00:00Z"
+    )
+    pt = f.route(
+        "pt",
+        "app.example.com",
+        path="",
+        tls={"termination": "passthrough"},
+        created="2026-01-02T00:00:00Z",
+    )
     result = admit([edge, pt], [], CONFIG)
     assert result.decision("ns", "pt").reason == HOST_ALREADY_CLAIMED  # type: ignore[union-attr]
 
@@ -99,11 +104,23 @@ def test_wildcards_and_domains_policy() -> None:
     allowed = dataclasses.replace(CONFIG, allow_wildcard_routes=True)
     assert admit([wild], [], allowed).decision("ns", "w").reason is None  # type: ignore[union-attr]
     denied = dataclasses.replace(CONFIG, denied_domains=("example.com",))
-    assert admit([f.route("a", "a.example.com")], [], denied).decision(  # type: ignore[union-attr]
-        "ns", "a").reason == ROUTE_NOT_ADMITTED
+    assert (
+        admit([f.route("a", "a.example.com")], [], denied)
+        .decision(  # type: ignore[union-attr]
+            "ns", "a"
+        )
+        .reason
+        == ROUTE_NOT_ADMITTED
+    )
     only = dataclasses.replace(CONFIG, allowed_domains=("example.org",))
-    assert admit([f.route("a", "a.example.com")], [], only).decision(  # type: ignore[union-attr]
-        "ns", "a").reason == ROUTE_NOT_ADMITTED
+    assert (
+        admit([f.route("a", "a.example.com")], [], only)
+        .decision(  # type: ignore[union-attr]
+            "ns", "a"
+        )
+        .reason
+        == ROUTE_NOT_ADMITTED
+    )
 
 
 def test_shards_by_route_and_namespace_labels() -> None:
@@ -120,14 +137,31 @@ def test_tls_checks() -> None:
     ca = TestCA()
     good = ca.issue("secure.example.com")
     other = ca.issue("other.example.com")
-    ok = f.route("ok", "secure.example.com", tls={
-        "termination": "edge", "certificate": good.cert_pem, "key": good.key_pem,
-        "caCertificate": ca.cert_pem})
-    mismatch = f.route("mismatch", "m.example.com", tls={
-        "termination": "edge", "certificate": good.cert_pem, "key": other.key_pem})
-    wrong_ca = f.route("wrongca", "w.example.com", tls={
-        "termination": "edge", "certificate": good.cert_pem, "key": good.key_pem,
-        "caCertificate": TestCA().cert_pem})
+    ok = f.route(
+        "ok",
+        "secure.example.com",
+        tls={
+            "termination": "edge",
+            "certificate": good.cert_pem,
+            "key": good.key_pem,
+            "caCertificate": ca.cert_pem,
+        },
+    )
+    mismatch = f.route(
+        "mismatch",
+        "m.example.com",
+        tls={"termination": "edge", "certificate": good.cert_pem, "key": other.key_pem},
+    )
+    wrong_ca = f.route(
+        "wrongca",
+        "w.example.com",
+        tls={
+            "termination": "edge",
+            "certificate": good.cert_pem,
+            "key": good.key_pem,
+            "caCertificate": TestCA().cert_pem,
+        },
+    )
     result = admit([ok, mismatch, wrong_ca], [], CONFIG)
     assert reasons(result) == {
         ("ns", "ok"): None,
@@ -142,8 +176,9 @@ def test_path_that_cannot_be_served_is_refused() -> None:
 
 
 def test_status_entry_and_annotation_warnings() -> None:
-    route = f.route("a", "a.example.com", annotations={
-        "haproxy.router.openshift.io/balance": "fastest"})
+    route = f.route(
+        "a", "a.example.com", annotations={"haproxy.router.openshift.io/balance": "fastest"}
+    )
     decision = admit([route], [], dataclasses.replace(CONFIG, name="public")).decision("ns", "a")
     assert decision is not None and decision.admitted
     ingress = decision.ingress
