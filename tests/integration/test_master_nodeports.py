@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from tests.support.master import eventually, running_master, service
 
@@ -111,6 +113,14 @@ async def test_node_port_range_exhausted_and_conflicts_written_around_the_api(tm
         )
         assert taken.metadata.annotations[nodeports.ERROR_ANNOTATION].endswith(
             "spec.ports[0].nodePort: Invalid value: 30001: provided port is already allocated"
+        )
+        # The master's own write of the cleared port is no new request: it keeps asking
+        # for 30001 and keeps saying why (not "range is full", never another port).
+        await asyncio.sleep(0.5)
+        taken = await get(client, "taken")
+        assert node_ports(taken) == [None]
+        assert taken.metadata.annotations[nodeports.ERROR_ANNOTATION].endswith(
+            "Invalid value: 30001: provided port is already allocated"
         )
         assert node_ports(await get(client, "all")) == [30000, 30001, 30002]
 

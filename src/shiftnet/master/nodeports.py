@@ -133,6 +133,9 @@ class NodePortAllocator:
         self.informer = informers.informer(Service)
         self.informer.add_handler(self._on_event)
         self._held: dict[Key, dict[str, int]] = {}  # service -> port identity -> node port
+        # Ports a Service asked for that were taken: still what it asks for after the
+        # refused value is cleared, so it is never given another port instead.
+        self._refused: dict[Key, dict[str, int]] = {}
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
             self._sync, workers=workers, name="nodeports"
         )
@@ -217,6 +220,7 @@ class NodePortAllocator:
             self.queue.add(new.key)
 
     def _release(self, key: Key) -> None:
+        self._refused.pop(key, None)
         held = self._held.pop(key, {})
         for port in set(held.values()):
             self.pool.give_back(port)
@@ -243,15 +247,21 @@ class NodePortAllocator:
             return svc, None
         kept = set(before.values())
         held: dict[str, int] = {}
+        refused = self._refused.pop(key, {})
         error: InvalidAllocation | None = None
         for i, port in enumerate(svc.spec.ports):
             identity = _identity(port)
-            want = port.node_port or (before.get(identity) if _auto(svc) else None)
+            want = (
+                port.node_port
+                or refused.get(identity)
+                or (before.get(identity) if _auto(svc) else None)
+            )
             if want:
                 if want in kept or want in held.values() or self.pool.take(want):
                     held[identity] = port.node_port = want
                     continue
                 port.node_port = None
+                self._refused.setdefault(key, {})[identity] = want
                 if self.range.contains(want):
                     error = error or already_allocated(svc, i, want)
                 else:

@@ -61,8 +61,11 @@ def inside(netns: str, fn: Callable[[], T]) -> T:
 def flows(count: int, ports: int) -> list[int]:
     """``count`` UDP flows from distinct source ports to 127.0.0.1:9000.. (+ports); one TCP."""
     sources = []
-    for i in range(count):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    # Every socket stays open until all have sent: a closed one's source port could be
+    # handed out again, and two flows with one 5-tuple are one conntrack entry.
+    with contextlib.ExitStack() as stack:
+        for i in range(count):
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
             s.sendto(b"x", ("127.0.0.1", 9000 + i % ports))
             sources.append(s.getsockname()[1])
     with socket.socket() as s, contextlib.suppress(OSError):  # a TCP entry: never listed
