@@ -74,7 +74,7 @@ async def test_the_pods_grace_period_is_the_deadline(node: NodeHarness, tmp_path
 async def test_grace_period_zero_and_podless_nodes_remove_at_once(
     node: NodeHarness, tmp_path: Path
 ) -> None:
-    await node.client.create(draining_pod("now", tmp_path / "up", drain=30.0, grace=60))
+    await node.client.create(draining_pod("now", tmp_path / "up", drain=3.0, grace=60))
     await node.wait_ready("now")
     gone = await node.client.delete(Pod, "default", "now", grace_period=0)
     assert not gone.metadata.deletion_timestamp
