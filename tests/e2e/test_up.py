@@ -250,6 +250,9 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
                 timeout=30,
             )  # fmt: skip
 
+        # The router answers on loopback, so the Ingress's status names it "localhost".
+        ingresses = kubectl_run("get", "ingress", "-n", "demo")
+        assert re.search(r"\slocalhost\s+80\s", ingresses.stdout), ingresses.stdout
         resources = kubectl_run("api-resources")
         assert re.search(
             r"^routes\s+route\.openshift\.io/v1\s+true\s+Route$", resources.stdout, re.M

@@ -26,6 +26,11 @@ class RouterComponent:
         env["SHIFTNET_HOME"] = str(cluster.config.state_dir)
         env.update({k: str(v) for k, v in (cluster.config.extra.get("router") or {}).items()})
         self.config = RouterConfig.from_env(env)
+        if not self.config.canonical_hostname and _loopback(self.config.bind_address):
+            # As a kind cluster's ingress controller: a router reachable on loopback only
+            # is "localhost" in Route and Ingress status, unless the user names it.
+            env["ROUTER_CANONICAL_HOSTNAME"] = "localhost"
+            self.config = RouterConfig.from_env(env)
         self.router = Router(cluster.require_store(), self.config)
 
     async def start(self) -> None:
@@ -60,3 +65,7 @@ class RouterComponent:
                 "shiftnet logs router -f    # each request: route, server, status, timings"
             )
         return lines
+
+
+def _loopback(address: str) -> bool:
+    return address.startswith("127.") or address in ("::1", "localhost")
