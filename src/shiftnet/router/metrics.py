@@ -157,9 +157,9 @@ async def haproxy_stats(router: Any) -> tuple[str, StatLabels]:
     (servers -> pod, pool -> service) and what the driver has HAProxy run
     (spares serving routes, filled slots)."""
     text = await router.driver.runtime.query(STAT_QUERY)
-    assembly = router._assembly  # the router's own metrics read its state
-    if assembly is None:
+    served = router.served()
+    if served is None:
         return text, StatLabels()
-    policies = router._models.policies
+    backends, policies = served
     driver = router.driver
-    return text, stat_labels(assembly.backends, policies, driver.live_backends, driver.aliases)
+    return text, stat_labels(backends, policies, driver.live_backends, driver.aliases)

@@ -68,7 +68,7 @@ from shiftnet.router.haproxy.process import (
 )
 from shiftnet.router.haproxy.runtime import parse_show_stat
 from shiftnet.router.haproxy.writer import RenderPaths
-from shiftnet.router.model import L7Model, PoolKey
+from shiftnet.router.model import L7Model, L7Policy, PoolKey
 from shiftnet.router.model_index import ModelIndex
 from shiftnet.router.refusals import Refusals
 from shiftnet.router.stats_auth import StatsCredentials, stats_credentials
@@ -304,6 +304,13 @@ class Router:
             self._route_names = RouteNames.build(self._assembly.backends, aliases, rules)
             self._route_names_of = (self.syncs, aliases)
         return self._route_names
+
+    def served(self) -> tuple[dict[RouteKey, str], dict[RouteKey, L7Policy]] | None:
+        """Each route's backend in the rendered configuration and the L7 policy behind it
+        (the metrics' labels), or None before the first sync."""
+        if self._assembly is None:
+            return None
+        return self._assembly.backends, self._models.policies
 
     @property
     def skipped(self) -> dict[RouteKey, str]:
