@@ -24,6 +24,7 @@ import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, haproxy_pids, pod_pids
 from tests.support.ports import free_port
 
+from shiftnet.claims.probe import bound_loopback_addresses
 from shiftnet.router.haproxy.process import socket_dir
 
 # Route hosts live under .invalid (RFC 2606): no resolver anywhere answers them, so the
@@ -129,9 +130,9 @@ class Cluster:
 
 
 def _free_second_octet() -> int:
-    """A 127.X.0.0/16 with no address on this machine (other clusters may run meanwhile)."""
-    out = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
-    used = {int(m) for m in re.findall(r"inet 127\.(\d+)\.", out)}
+    """A 127.X.0.0/16 no socket on this machine is bound in (pods bind loopback addresses
+    without configuring them), judged by the probe ``shiftnet up`` itself uses."""
+    used = {a.packed[1] for a in bound_loopback_addresses()}
     return random.choice([x for x in range(100, 200) if x not in used])
 
 
