@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 
 from shiftnet.api import Pod, Service
 from shiftnet.api.discovery import EndpointSlice
@@ -21,6 +22,7 @@ from shiftnet.informer import Informers
 from shiftnet.master import metrics
 from shiftnet.master.endpoints_model import has_selector, selects
 from shiftnet.master.endpointslices_model import managed_slice, plan_slices
+from shiftnet.master.endpointslices_tracker import WrittenSlices
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,8 @@ class EndpointSliceController:
         self.slices.add_handler(self._on_slice)
         # (namespace, service) -> names of the slices this controller owns
         self._owned: dict[Key, set[str]] = {}
+        # our writes the slice cache does not show yet: no sync plans from it until it does
+        self._written_slices = WrittenSlices(time.monotonic)
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
             self._sync, workers=4, name="endpointslices"
         )
@@ -104,43 +108,50 @@ class EndpointSliceController:
         ns, name = key
         svc = self.services.get(ns, name)
         existing = self._existing(key)
+        cached = {es.name: es.metadata.resource_version for es in existing}
+        if self._written_slices.stale(key, cached):
+            self.queue.retry_later(key)  # the slice event that catches the cache up also requeues
+            return
         if svc is None or not has_selector(svc):
             for es in existing:
-                await self._delete(ns, es.name)
+                await self._delete(ns, es.name, key)
             return
         plan = plan_slices(svc, self.pods.list(ns), existing)
         for es in plan.update:
             try:
-                await self.client.update(es)
-                self._written(key, "updated", es)
+                done = await self.client.update(es)
             except (Conflict, NotFound):
-                self.queue.add(key)  # our cache lags: plan again from the newer state
+                self.queue.add(key)  # our cache lags: the rest of the plan is stale too
+                return
+            self._written(key, "updated", done)
         for es in plan.create:
             await self._create(key, es)
         for gone in plan.delete:
-            await self._delete(ns, gone)
+            await self._delete(ns, gone, key)
 
     async def _create(self, key: Key, es: EndpointSlice) -> None:
         prefix = es.metadata.generate_name or f"{key[1]}-"
         for _ in range(NAME_ATTEMPTS):
             es.metadata.name = generated_name(prefix)
             try:
-                await self.client.create(es)
-                self._written(key, "created", es)
+                done = await self.client.create(es)
+                self._written(key, "created", done)
                 return
             except AlreadyExists:
                 continue
         log.warning("endpointslice not created service=%s/%s reason=names-taken", *key)
 
-    async def _delete(self, ns: str, name: str) -> None:
+    async def _delete(self, ns: str, name: str, key: Key) -> None:
         try:
             await self.client.delete(EndpointSlice, ns, name)
             log.debug("endpointslice deleted slice=%s/%s", ns, name)
         except NotFound:
             pass
+        self._written_slices.deleted(key, name)
 
     def _written(self, key: Key, how: str, es: EndpointSlice) -> None:
         self.writes += 1
+        self._written_slices.wrote(key, es.name, es.metadata.resource_version)
         metrics.ENDPOINTSLICE_WRITES.inc()
         log.debug(
             "endpointslice %s service=%s/%s slice=%s endpoints=%d",

@@ -54,6 +54,10 @@ class KeyedWorkQueue(Generic[K]):
         if key not in self._active:
             self._order.put_nowait(key)
 
+    def retry_later(self, key: K) -> None:
+        """Sync ``key`` again after the retry delay (the sync could not act yet)."""
+        self._schedule_retry(key)
+
     def __len__(self) -> int:
         return len(self._dirty)
 
