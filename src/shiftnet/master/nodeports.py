@@ -16,6 +16,14 @@ words), and this controller allocates just after the Service was stored:
 * a request written around the API (taken or out of range) is not served: the
   port's ``nodePort`` is cleared and ``shiftnet.io/node-port-error`` says why.
 
+``spec.healthCheckNodePort`` comes from the same pool, as the API server's
+allocator does it: a ``LoadBalancer`` Service with ``externalTrafficPolicy:
+Local`` gets one (a requested one when it is free and in range), keeps it
+across updates (the API refuses a change, "field is immutable"), and gives it
+back when it is deleted, stops being a LoadBalancer or goes back to the
+Cluster policy. The proxy of every node serves kube-proxy's health check on
+it (``shiftnet.proxy.healthcheck``).
+
 Allocations live in the Services themselves: a restarted master rebuilds the
 pool from the stored Services (the oldest claim wins).
 """
@@ -39,6 +47,8 @@ log = logging.getLogger(__name__)
 RANGE_ANNOTATION = "shiftnet.io/service-node-port-range"  # on ClusterNetwork "default"
 ERROR_ANNOTATION = "shiftnet.io/node-port-error"
 NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
+HEALTH_CHECK = "healthCheckNodePort"  # the health check port's identity among a Service's ports
+HEALTH_CHECK_FIELD = "spec.healthCheckNodePort"
 
 Key = tuple[str, str]
 
@@ -47,6 +57,12 @@ def wants_node_ports(svc: Service) -> bool:
     """NodePort and LoadBalancer Services get node ports (LoadBalancer unless
     ``allocateLoadBalancerNodePorts: false``, which keeps only requested ones)."""
     return svc.spec.type in NODE_PORT_TYPES
+
+
+def wants_health_check_port(svc: Service) -> bool:
+    """A LoadBalancer whose external traffic stays on the node it reaches needs a health
+    check port: the balancer asks each node whether it has an endpoint to send to."""
+    return svc.spec.type == "LoadBalancer" and svc.spec.external_traffic_policy == "Local"
 
 
 def _auto(svc: Service) -> bool:
@@ -79,12 +95,77 @@ def range_full(svc: Service, index: int, rng: PortRange) -> InvalidAllocation:
     return InvalidAllocation(message, _field(index), None, reason)
 
 
+def health_check_out_of_range(svc: Service, port: int, rng: PortRange) -> InvalidAllocation:
+    reason = f"provided port is not in the valid range. The range of valid ports is {rng}"
+    return _health_check_refusal(svc, port, reason)
+
+
+def health_check_taken(svc: Service, port: int) -> InvalidAllocation:
+    return _health_check_refusal(svc, port, "provided port is already allocated")
+
+
+def health_check_range_full(svc: Service, rng: PortRange) -> InvalidAllocation:
+    reason = f"failed to allocate a HealthCheck NodePort from {rng}: range is full"
+    message = f'Service "{svc.namespace}/{svc.name}": {HEALTH_CHECK_FIELD}: {reason}'
+    return InvalidAllocation(message, HEALTH_CHECK_FIELD, None, reason)
+
+
+def health_check_immutable(svc: Service) -> InvalidAllocation:
+    reason = "field is immutable"
+    message = f'Service "{svc.namespace}/{svc.name}" is invalid: {HEALTH_CHECK_FIELD}: {reason}'
+    return InvalidAllocation(message, HEALTH_CHECK_FIELD, None, reason)
+
+
+def _health_check_refusal(svc: Service, port: int, why: str) -> InvalidAllocation:
+    """kube-apiserver's words: the requested port, then the allocator's reason."""
+    reason = f"failed to allocate requested HealthCheck NodePort {port}: {why}"
+    message = (
+        f'Service "{svc.namespace}/{svc.name}" is invalid: {HEALTH_CHECK_FIELD}: '
+        f"Invalid value: {port}: {reason}"
+    )
+    return InvalidAllocation(message, HEALTH_CHECK_FIELD, port, reason)
+
+
 def _refusal(svc: Service, index: int, port: int, reason: str) -> InvalidAllocation:
     message = (
         f'Service "{svc.namespace}/{svc.name}" is invalid: {_field(index)}: '
         f"Invalid value: {port}: {reason}"
     )
     return InvalidAllocation(message, _field(index), port, reason)
+
+
+def _numbers(svc: Service) -> set[int]:
+    """The node ports ``svc`` holds, its health check port among them."""
+    held = {p.node_port for p in svc.spec.ports if p.node_port}
+    if wants_health_check_port(svc) and svc.spec.health_check_node_port:
+        held.add(svc.spec.health_check_node_port)
+    return held
+
+
+def _check_health_check_request(
+    svc: Service, stored: Service | None, holders: dict[int, Service], rng: PortRange
+) -> None:
+    """The API server's rules for ``spec.healthCheckNodePort`` (see :func:`_numbers`)."""
+    want = svc.spec.health_check_node_port
+    held = (
+        stored.spec.health_check_node_port
+        if stored is not None and wants_health_check_port(stored)
+        else None
+    )
+    if held:
+        if want and want != held:
+            raise health_check_immutable(svc)
+        return
+    own = {p.node_port for p in svc.spec.ports if p.node_port}
+    if not want:
+        taken = {p for p in holders if rng.contains(p)} | {p for p in own if rng.contains(p)}
+        if len(taken) >= rng.size:
+            raise health_check_range_full(svc, rng)
+        return
+    if not rng.contains(want):
+        raise health_check_out_of_range(svc, want, rng)
+    if want in holders or want in own:
+        raise health_check_taken(svc, want)
 
 
 class NodePortPool:
@@ -149,21 +230,24 @@ class NodePortAllocator:
     def check_request(svc: Service, others: Iterable[Service], rng: PortRange) -> None:
         """Raise InvalidAllocation if ``svc`` asks for a node port that is taken by
         another Service or outside ``rng`` (one it already holds is fine), or needs
-        one and none is left. ``others``: the stored Services (``svc``'s stored
-        version is recognised by namespace/name)."""
+        one and none is left; the same for its ``healthCheckNodePort``, which may
+        not change while it holds one. ``others``: the stored Services (``svc``'s
+        stored version is recognised by namespace/name)."""
         if not wants_node_ports(svc):
             return
         holders: dict[int, Service] = {}
         mine: set[int] = set()
+        stored: Service | None = None
         for other in others:
             if not wants_node_ports(other):
                 continue
-            for port in other.spec.ports:
-                if port.node_port:
-                    if other.key == svc.key:
-                        mine.add(port.node_port)
-                    else:
-                        holders[port.node_port] = other
+            if other.key != svc.key:
+                holders.update((number, other) for number in _numbers(other))
+                continue
+            stored = other
+            mine.update(p.node_port for p in other.spec.ports if p.node_port)
+            if wants_health_check_port(other) and other.spec.health_check_node_port:
+                holders[other.spec.health_check_node_port] = other  # not for a service port
         for i, port in enumerate(svc.spec.ports):
             want = port.node_port
             if not want:
@@ -176,6 +260,8 @@ class NodePortAllocator:
                 raise out_of_range(svc, i, want, rng)
             if want in holders:
                 raise already_allocated(svc, i, want)
+        if wants_health_check_port(svc):
+            _check_health_check_request(svc, stored, holders, rng)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -191,6 +277,10 @@ class NodePortAllocator:
                 n = port.node_port
                 if n and (n in held.values() or self.pool.take(n)):
                     held[_identity(port)] = n
+            hc = svc.spec.health_check_node_port
+            wanted = wants_health_check_port(svc) and hc and hc not in held.values()
+            if wanted and hc and self.pool.take(hc):
+                held[HEALTH_CHECK] = hc
             if held:
                 self._held[svc.key] = held
         log.info(
@@ -243,12 +333,15 @@ class NodePortAllocator:
             self._release(key)
             for port in svc.spec.ports:
                 port.node_port = None
+            svc.spec.health_check_node_port = None
             svc.metadata.annotations.pop(ERROR_ANNOTATION, None)
             return svc, None
         kept = set(before.values())
         held: dict[str, int] = {}
         refused = self._refused.pop(key, {})
         error: InvalidAllocation | None = None
+        own_ports = kept - {before.get(HEALTH_CHECK)}  # the health check port is not a port's
+        auto: list[tuple[int, ServicePort]] = []
         for i, port in enumerate(svc.spec.ports):
             identity = _identity(port)
             want = (
@@ -257,7 +350,7 @@ class NodePortAllocator:
                 or (before.get(identity) if _auto(svc) else None)
             )
             if want:
-                if want in kept or want in held.values() or self.pool.take(want):
+                if want in own_ports or want in held.values() or self.pool.take(want):
                     held[identity] = port.node_port = want
                     continue
                 port.node_port = None
@@ -266,15 +359,19 @@ class NodePortAllocator:
                     error = error or already_allocated(svc, i, want)
                 else:
                     error = error or out_of_range(svc, i, want, self.range)
-                continue
-            if not _auto(svc):
-                continue
+            elif _auto(svc):
+                auto.append((i, port))
+        # a requested (or held) health check port before the lowest free ones are handed out
+        hc_error = self._decide_health_check(svc, before, held, refused, pick=False)
+        for i, port in auto:
             got = self.pool.take_lowest()
             if got is None:
                 error = error or range_full(svc, i, self.range)
                 continue
             self.allocations += 1
-            held[identity] = port.node_port = got
+            held[_identity(port)] = port.node_port = got
+        hc_error = hc_error or self._decide_health_check(svc, before, held, refused, pick=True)
+        error = error or hc_error
         for port_number in kept - set(held.values()):
             self.pool.give_back(port_number)
         if held:
@@ -286,6 +383,44 @@ class NodePortAllocator:
             return svc, None
         svc.metadata.annotations[ERROR_ANNOTATION] = str(error)
         return svc, str(error)
+
+    def _decide_health_check(
+        self,
+        svc: Service,
+        before: dict[str, int],
+        held: dict[str, int],
+        refused: dict[str, int],
+        *,
+        pick: bool,
+    ) -> InvalidAllocation | None:
+        """``spec.healthCheckNodePort``: the one held or requested if free (``pick``
+        False: before the service ports take the lowest free ones, so they cannot take
+        it), else (``pick`` True: after them, as the API server orders it) the lowest."""
+        if not wants_health_check_port(svc):
+            svc.spec.health_check_node_port = None
+            return None
+        spec = svc.spec
+        if HEALTH_CHECK in held or HEALTH_CHECK in self._refused.get(svc.key, {}):
+            return None  # decided by the first pass
+        want = spec.health_check_node_port or refused.get(HEALTH_CHECK) or before.get(HEALTH_CHECK)
+        if bool(want) == pick:
+            return None  # the other pass decides
+        if not want:
+            got = self.pool.take_lowest()
+            if got is None:
+                return health_check_range_full(svc, self.range)
+            self.allocations += 1
+            held[HEALTH_CHECK] = spec.health_check_node_port = got
+            return None
+        mine = set(before.values())
+        if want not in held.values() and (want in mine or self.pool.take(want)):
+            held[HEALTH_CHECK] = spec.health_check_node_port = want
+            return None
+        spec.health_check_node_port = None
+        self._refused.setdefault(svc.key, {})[HEALTH_CHECK] = want
+        if self.range.contains(want):
+            return health_check_taken(svc, want)
+        return health_check_out_of_range(svc, want, self.range)
 
     async def _sync(self, key: Key) -> None:
         cached = self.informer.get(*key)
@@ -323,4 +458,10 @@ class NodePortAllocator:
             self.events.warning(svc, "PortNotAllocated", error)
             return
         ports = ",".join(str(p.node_port) for p in svc.spec.ports if p.node_port)
-        log.info("node ports allocated service=%s/%s ports=%s", key[0], key[1], ports or "none")
+        log.info(
+            "node ports allocated service=%s/%s ports=%s health_check=%s",
+            key[0],
+            key[1],
+            ports or "none",
+            svc.spec.health_check_node_port or "none",
+        )
