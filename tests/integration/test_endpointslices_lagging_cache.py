@@ -10,10 +10,9 @@ its cache shows its own writes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
+from tests.support.lagging_store import WatchLag
 from tests.support.master import eventually, pod, service
 
 from shiftnet.api import EndpointSlice
@@ -21,7 +20,6 @@ from shiftnet.client import Client
 from shiftnet.informer import Informers
 from shiftnet.master.endpointslices import EndpointSliceController
 from shiftnet.store import open_store
-from shiftnet.store.base import Store, WatchEvent
 
 pytestmark = pytest.mark.integration
 
@@ -30,28 +28,10 @@ PORTS = [{"name": "http", "port": 80, "targetPort": "web"}]
 LAG = 0.2  # seconds each slice event waits before the cache sees it
 
 
-class SliceWatchLag:
-    """The real store, its EndpointSlice watch events delivered late."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    async def watch(
-        self, resource: str, revision: int, namespace: str | None = None
-    ) -> AsyncIterator[WatchEvent]:
-        async for ev in self._store.watch(resource, revision, namespace):
-            if resource == "endpointslices":
-                await asyncio.sleep(LAG)
-            yield ev
-
-
 async def test_split_holds_when_the_slice_cache_lags(tmp_path) -> None:
     url = f"sqlite:///{tmp_path}/state.db"
     store, writes = open_store(url), open_store(url)
-    informers = Informers(SliceWatchLag(store))  # type: ignore[arg-type]
+    informers = Informers(WatchLag(store, "endpointslices", LAG))  # type: ignore[arg-type]
     controller = EndpointSliceController(Client(writes), informers)
     client = Client(writes)
     await informers.start()

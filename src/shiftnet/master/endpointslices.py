@@ -22,7 +22,7 @@ from shiftnet.informer import Informers
 from shiftnet.master import metrics
 from shiftnet.master.endpoints_model import has_selector, selects
 from shiftnet.master.endpointslices_model import managed_slice, plan_slices
-from shiftnet.master.endpointslices_tracker import WrittenSlices
+from shiftnet.master.own_writes import OwnWrites
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class EndpointSliceController:
         # (namespace, service) -> names of the slices this controller owns
         self._owned: dict[Key, set[str]] = {}
         # our writes the slice cache does not show yet: no sync plans from it until it does
-        self._written_slices = WrittenSlices(time.monotonic)
+        self._own_writes = OwnWrites(time.monotonic)
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
             self._sync, workers=4, name="endpointslices"
         )
@@ -109,7 +109,7 @@ class EndpointSliceController:
         svc = self.services.get(ns, name)
         existing = self._existing(key)
         cached = {es.name: es.metadata.resource_version for es in existing}
-        if self._written_slices.stale(key, cached):
+        if self._own_writes.stale(key, cached):
             self.queue.retry_later(key)  # the slice event that catches the cache up also requeues
             return
         if svc is None or not has_selector(svc):
@@ -147,11 +147,11 @@ class EndpointSliceController:
             log.debug("endpointslice deleted slice=%s/%s", ns, name)
         except NotFound:
             pass
-        self._written_slices.deleted(key, name)
+        self._own_writes.deleted(key, name)
 
     def _written(self, key: Key, how: str, es: EndpointSlice) -> None:
         self.writes += 1
-        self._written_slices.wrote(key, es.name, es.metadata.resource_version)
+        self._own_writes.wrote(key, es.name, es.metadata.resource_version)
         metrics.ENDPOINTSLICE_WRITES.inc()
         log.debug(
             "endpointslice %s service=%s/%s slice=%s endpoints=%d",

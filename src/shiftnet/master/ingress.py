@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets as random_names
+import time
 
 from shiftnet.api import Ingress, IngressClass, Route, Secret, Service
 from shiftnet.api.base import ObjectMeta
@@ -31,6 +32,7 @@ from shiftnet.master.ingress_model import (
     owner_ingress,
     plan_ingress,
 )
+from shiftnet.master.own_writes import OwnWrites
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ class IngressToRouteController:
         self.secrets.add_handler(self._on_namespaced)
         self.routes.add_handler(self._on_route)
         self._owned: dict[Key, set[str]] = {}
+        # our Route writes the route cache does not show yet: no sync plans from it until it does
+        self._own_writes = OwnWrites(time.monotonic)
         self._reported: dict[Key, tuple[str, ...]] = {}
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
             self._sync, workers=workers, name="ingress-to-route"
@@ -136,10 +140,13 @@ class IngressToRouteController:
         ns, name = key
         ing = self.ingresses.get(ns, name)
         owned = self._owned_routes(key)
+        if self._own_writes.stale(key, {r.name: r.metadata.resource_version for r in owned}):
+            self.queue.retry_later(key)  # the route event that catches the cache up also requeues
+            return
         if ing is None:
             self._reported.pop(key, None)
             for route in owned:
-                await self._delete(ns, route.name, "ingress-deleted")
+                await self._delete(key, route.name, "ingress-deleted")
             return
         uid = ing.metadata.uid
         mine: list[Route] = []
@@ -148,7 +155,7 @@ class IngressToRouteController:
                 (r.uid for r in route.metadata.owner_references or () if r.kind == "Ingress"), ""
             )
             if uid and ref_uid and ref_uid != uid:
-                await self._delete(ns, route.name, "owner-replaced")
+                await self._delete(key, route.name, "owner-replaced")
             else:
                 mine.append(route)
         classes = {c.name: c for c in self.classes.list()}
@@ -165,14 +172,16 @@ class IngressToRouteController:
                 notes.append(problem)
         for route in plan.update:
             try:
-                await self.client.update(route, current[route.name])
-                self._written("updated", key, route.name)
+                done = await self.client.update(route, current[route.name])
             except (Conflict, NotFound):
                 self.queue.add(key)  # our cache lags: plan again from the newer state
+                continue
             except InvalidObject as exc:
                 notes.append(str(exc))
+                continue
+            self._written("updated", key, done)
         for gone in plan.delete:
-            await self._delete(ns, gone, "not-wanted")
+            await self._delete(key, gone, "not-wanted")
         if plan.load_balancer is not None:
             await self._write_status(key, plan.load_balancer)
         for warning in plan.warnings:
@@ -185,21 +194,22 @@ class IngressToRouteController:
         for _ in range(NAME_ATTEMPTS):
             route.metadata.name = route_name(prefix)
             try:
-                await self.client.create(route)
+                done = await self.client.create(route)
             except AlreadyExists:
                 continue
             except InvalidObject as exc:
                 return str(exc)  # e.g. a path on a passthrough route: Route validation says why
-            self._written("created", key, route.name)
+            self._written("created", key, done)
             return None
         return f"no free name for a route of host {route.spec.host!r}"
 
-    async def _delete(self, ns: str, name: str, why: str) -> None:
+    async def _delete(self, key: Key, name: str, why: str) -> None:
         try:
-            await self.client.delete(Route, ns, name)
-            log.info("route deleted route=%s/%s reason=%s", ns, name, why)
+            await self.client.delete(Route, key[0], name)
+            log.info("route deleted route=%s/%s reason=%s", key[0], name, why)
         except NotFound:
             pass
+        self._own_writes.deleted(key, name)
 
     async def _write_status(self, key: Key, entries: list[IngressLoadBalancerIngress]) -> None:
         def record(ing: Ingress) -> Ingress:
@@ -224,6 +234,7 @@ class IngressToRouteController:
                 "Incomplete ingress to route rules detected: " + "; ".join(notes),
             )
 
-    def _written(self, how: str, key: Key, name: str) -> None:
+    def _written(self, how: str, key: Key, route: Route) -> None:
         self.writes += 1
-        log.info("route %s route=%s/%s ingress=%s", how, key[0], name, key[1])
+        self._own_writes.wrote(key, route.name, route.metadata.resource_version)
+        log.info("route %s route=%s/%s ingress=%s", how, key[0], route.name, key[1])

@@ -1,10 +1,10 @@
-"""The record of our own slice writes that keeps a sync from planning on a lagging cache."""
+"""The record of a controller's own writes that keeps a sync from planning on a lagging cache."""
 
 from __future__ import annotations
 
 import pytest
 
-from shiftnet.master.endpointslices_tracker import WrittenSlices
+from shiftnet.master.own_writes import OwnWrites
 
 KEY = ("default", "web")
 
@@ -32,7 +32,7 @@ class Clock:
     ],
 )
 def test_stale_until_the_cache_shows_the_write(written, cached, stale) -> None:
-    t = WrittenSlices(Clock())
+    t = OwnWrites(Clock())
     if written is None:
         t.deleted(KEY, "web-a")
     else:
@@ -41,7 +41,7 @@ def test_stale_until_the_cache_shows_the_write(written, cached, stale) -> None:
 
 
 def test_a_met_expectation_is_dropped_and_other_services_are_independent() -> None:
-    t = WrittenSlices(Clock())
+    t = OwnWrites(Clock())
     t.wrote(KEY, "web-a", "5")
     t.wrote(("default", "api"), "api-b", "6")
     assert not t.stale(KEY, {"web-a": "5"})
@@ -51,7 +51,7 @@ def test_a_met_expectation_is_dropped_and_other_services_are_independent() -> No
 
 def test_an_expectation_never_met_expires() -> None:
     clock = Clock()
-    t = WrittenSlices(clock, ttl=30.0)
+    t = OwnWrites(clock, ttl=30.0)
     t.wrote(KEY, "web-a", "5")
     clock.now += 29.0
     assert t.stale(KEY, {})

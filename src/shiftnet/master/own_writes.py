@@ -1,12 +1,12 @@
-"""The slices this controller wrote that its informer cache does not show yet.
+"""The objects a controller wrote that its informer cache does not show yet.
 
-A sync planned from a cache that lags the controller's own writes places an
-endpoint twice (a slice created a moment ago is not seen, so its endpoints
-look new) or fills a slice from an old copy; the next sync then removes the
-duplicate from whichever slice sorts first and the split drifts (99 + 31
-instead of 100 + 30). Upstream's EndpointSlice controller keeps the same
-record (its slice tracker) and skips a sync until the cache caught up; so does
-this one. Pure: the clock is injected, nothing here does I/O.
+A sync planned from a cache that lags the controller's own writes repeats
+them: an EndpointSlice created a moment ago is not seen, so its endpoints
+look new and land in a second slice; a Route made for an Ingress rule is not
+seen, so a second one is made. Upstream's EndpointSlice controller keeps the
+same record (its slice tracker) and skips a sync until the cache caught up;
+the EndpointSlice and Ingress-to-Route controllers here do. Pure: the clock
+is injected, nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 Key = tuple[str, str]
 
-# An expectation the cache never meets (a slice someone else deleted while the
+# An expectation the cache never meets (an object someone else deleted while the
 # watch was down and the relist never showed it) stops blocking after this long.
 EXPECTATION_TTL = 30.0
 
 
 @dataclass(frozen=True)
 class _Expected:
-    resource_version: str | None  # None: the slice was deleted
+    resource_version: str | None  # None: the object was deleted
     since: float
 
 
@@ -37,8 +37,9 @@ def _caught_up(cached: str | None, written: str | None) -> bool:
     return cached == written
 
 
-class WrittenSlices:
-    """Per Service: slice name -> the resourceVersion written (or deletion)."""
+class OwnWrites:
+    """Per key (the object a controller syncs): name -> the resourceVersion written,
+    or its deletion."""
 
     def __init__(self, clock: Callable[[], float], ttl: float = EXPECTATION_TTL) -> None:
         self._clock = clock
@@ -53,7 +54,7 @@ class WrittenSlices:
         self._expected.setdefault(key, {})[name] = _Expected(None, self._clock())
 
     def stale(self, key: Key, cached: Mapping[str, str | None]) -> bool:
-        """True while the cache (slice name -> resourceVersion) lags a write of ours.
+        """True while the cache (name -> resourceVersion) lags a write of ours.
 
         Met and expired expectations are dropped as a side effect."""
         mine = self._expected.get(key)
