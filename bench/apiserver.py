@@ -133,6 +133,19 @@ def namespace_body(name: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ processes
 
+PROFILED = """
+import cProfile, runpy, sys, time
+out = sys.argv.pop(1)
+sys.argv.pop(0)
+prof = cProfile.Profile(time.thread_time)
+try:
+    prof.runcall(runpy.run_path, sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+finally:
+    prof.dump_stats(out)
+"""
+
 
 @dataclass
 class Children:
@@ -176,9 +189,14 @@ class Server:
         return self.home / "kubeconfig"
 
 
-def start_server(home: Path, children: Children) -> Server:
-    """``shiftnet apiserver`` on a free loopback port; returns once it printed its kubeconfig."""
+def start_server(home: Path, children: Children, profile: str | None = None) -> Server:
+    """``shiftnet apiserver`` on a free loopback port; returns once it printed its kubeconfig.
+
+    ``profile``: run it under cProfile timed by the CPU time of its main thread (on a
+    shared machine wall time charges a call with the time others held the CPU); the
+    stats are written there when it stops."""
     port = free_port()
+    prefix = [sys.executable, "-c", PROFILED, profile] if profile else []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SHIFTNET_", "KUBE"))}
     env["SHIFTNET_HOME"] = str(home)
     home.mkdir(mode=0o700)
@@ -186,7 +204,7 @@ def start_server(home: Path, children: Children) -> Server:
     with logfile.open("w") as log:
         proc = children.add(
             subprocess.Popen(
-                [str(SHIFTNET), "--store", f"sqlite://{home}/state.db", "apiserver",
+                [*prefix, str(SHIFTNET), "--store", f"sqlite://{home}/state.db", "apiserver",
                  "--api-listen", f"127.0.0.1:{port}"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
                 start_new_session=True,  # Ctrl-C reaches the bench, which stops it in order
@@ -322,8 +340,10 @@ def create_rounds(
     store in this process (``store``): the same call, the same concurrency."""
     rounds: list[CreateRound] = []
     k, pid = args.creates, server.proc.pid
+    sides = args.sides
     for r in range(args.rounds):
-        for side in SIDES[r % 3 :] + SIDES[: r % 3]:
+        turn = r % len(sides)
+        for side in sides[turn:] + sides[:turn]:
             names = [f"{side}-{r}-{i}" for i in range(k)]
             srv0, own0 = cpu_seconds(pid), own_cpu_seconds()
             if side == "api":
@@ -615,7 +635,7 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
     from shiftnet.client import Client
     from shiftnet.store import open_store
 
-    server = start_server(tmp / "home", children)
+    server = start_server(tmp / "home", children, args.server_profile)
     pid = server.proc.pid
     rss: dict[str, float] = {"idle": round(status_kb(pid, "VmRSS") / 1024, 1)}
     result: dict[str, Any] = {"rss_mb": rss}
@@ -640,10 +660,13 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
 
             print(f"creates: {args.rounds} rounds x {args.creates} per side", flush=True)
             rounds = create_rounds(api, server, clients, runner, args)
-            result["creates"] = {s: median_round(rounds, s) for s in SIDES}
-            result["creates"]["paired_ratio"] = paired_ratio(rounds, "api")
-            result["creates"]["kube_paired_ratio"] = paired_ratio(rounds, "kube")
+            result["creates"] = {s: median_round(rounds, s) for s in args.sides}
+            for side, key in (("api", "paired_ratio"), ("kube", "kube_paired_ratio")):
+                if side in args.sides:
+                    result["creates"][key] = paired_ratio(rounds, side)
             result["creates"]["rounds"] = [{"side": r.side, **r.summary()} for r in rounds]
+            if args.creates_only:
+                return result
             # the API server's store holds the official client's and the kube side's creates
             made = sum(args.rounds * args.creates + len(warm[side]) for side in ("api", "kube"))
             seed_count = args.routes - made - args.watch_creates
@@ -687,6 +710,8 @@ def create_rows(
         ("api", "official client (threads)", "paired_ratio"),
         ("kube", "Client over kube://", "kube_paired_ratio"),
     ):
+        if side not in res["creates"]:
+            continue
         got, ratio = res["creates"][side], res["creates"][key]
         rows += [
             (f"creates/s, {label}", f"{got['creates_per_s']:.0f}",
@@ -701,13 +726,26 @@ def create_rows(
     return rows
 
 
+def create_header() -> tuple[str, str, str, str, str, str]:
+    return ("measure", "API server (HTTPS)", "store (in-process)", "API/store", "goal", "verdict")
+
+
+def print_rows(rows: list[tuple[str, str, str, str, str, str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print()
+    for i, row in enumerate(rows):
+        print("  ".join(c.ljust(width) for c, width in zip(row, widths, strict=True)).rstrip())
+        if i == 0:
+            print("  ".join("-" * width for width in widths))
+
+
 def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
     lj, lt, ls = res["list"]["json"], res["list"]["table"], res["list"]["store"]
     wa, ws = res["watch"]["api"], res["watch"]["store"]
     rss = res["rss_mb"]
     n, w = f"{args.routes:,}", args.watchers
     rows = [
-        ("measure", "API server (HTTPS)", "store (in-process)", "API/store", "goal", "verdict"),
+        create_header(),
         *create_rows(args, res),
         (f"list {n} routes, JSON (s)", f"{lj['median_s']:.3f}", f"{ls['median_s']:.3f}",
          f"{lj['median_s'] / ls['median_s']:.1f}", f"< {LIST_GOAL_S:g} s",
@@ -728,12 +766,7 @@ def report(args: argparse.Namespace, res: dict[str, Any]) -> None:
          f"{rss['after_lists']:.0f} (peak {rss['peak']:.0f})", f"idle {rss['idle']:.0f}", "",
          f"< {RSS_GOAL_MB:g} MB", verdict(rss["after_lists"] < RSS_GOAL_MB)),
     ]  # fmt: skip
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    print()
-    for i, row in enumerate(rows):
-        print("  ".join(c.ljust(width) for c, width in zip(row, widths, strict=True)).rstrip())
-        if i == 0:
-            print("  ".join("-" * width for width in widths))
+    print_rows(rows)
     load = " ".join(f"{x:.2f}" for x in res["load_before"])
     load_after = " ".join(f"{x:.2f}" for x in res["load_after"])
     print(
@@ -769,6 +802,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "apiserver.json"))
     ap.add_argument(
+        "--creates-only",
+        action="store_true",
+        help="only the create rounds: print their table, write no JSON",
+    )
+    ap.add_argument(
+        "--sides",
+        default=",".join(SIDES),
+        help="with --creates-only: the create sides to run, of api,kube,store (store always)",
+    )
+    ap.add_argument(
+        "--server-profile",
+        metavar="PATH",
+        help="run the API server under cProfile and write its stats to PATH when it stops",
+    )
+    ap.add_argument(
         "--quick",
         action="store_true",
         help="smoke run: 1000 routes, 2 rounds x 100 creates, 200 watched creates",
@@ -780,6 +828,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.add_argument(f"--_{name}", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_deadline", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    chosen = {s.strip() for s in args.sides.split(",") if s.strip()} | {"store"}
+    if not args.creates_only:
+        chosen = set(SIDES)
+    if chosen - set(SIDES):
+        ap.error(f"--sides: unknown side(s) {', '.join(sorted(chosen - set(SIDES)))}")
+    args.sides = [s for s in SIDES if s in chosen]
     if args.quick:
         args.routes, args.creates, args.rounds = 1000, 100, 2
         args.list_rounds, args.watch_creates = 3, 200
@@ -842,6 +896,11 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     res["load_before"] = list(load_before)
     res["load_after"] = list(os.getloadavg())
+    if args.creates_only:
+        print_rows([create_header(), *create_rows(args, res)])
+        print(f"\nload average {' '.join(f'{x:.2f}' for x in res['load_before'])} before, "
+              f"{' '.join(f'{x:.2f}' for x in res['load_after'])} after")  # fmt: skip
+        return 0
     report(args, res)
     out = {
         "benchmark": "apiserver",

@@ -48,6 +48,7 @@ from shiftnet.store.base import EventType, ListResult, WatchEvent
 from shiftnet.store.kube_calls import ResourceCalls
 from shiftnet.store.kube_diff import object_changed, status_changed
 from shiftnet.store.kube_resources import KubeResource, parse_kube_url, resource_for
+from shiftnet.store.kube_rest import RestRequests, collection_path, object_path
 from shiftnet.store.kube_session import use_session_without_env_lookups
 from shiftnet.store.kube_status import Call, error_for
 from shiftnet.store.meta import key_of
@@ -88,6 +89,7 @@ class KubeStore:
         self._client: ApiClient | None = None
         self._core: CoreV1Api | None = None
         self._custom: CustomObjectsApi | None = None
+        self._rest: RestRequests | None = None
         self._connecting = asyncio.Lock()
         # group/version -> names the server lists there ("routes", "routes/status")
         self._served: dict[str, frozenset[str]] = {}
@@ -116,7 +118,15 @@ class KubeStore:
                 use_session_without_env_lookups(self._client, self.server)
                 self._core = CoreV1Api(self._client)
                 self._custom = CustomObjectsApi(self._client)
+                self._rest = RestRequests(self._client, REQUEST_TIMEOUT)
             return self._core, self._custom
+
+    async def _direct(self) -> RestRequests:
+        """The create and get requests (:mod:`kube_rest`), connected on first use."""
+        if self._rest is None:
+            await self._connect()
+        assert self._rest is not None
+        return self._rest
 
     async def _calls(self, resource: str) -> tuple[KubeResource, ResourceCalls]:
         res = resource_for(resource)
@@ -180,10 +190,11 @@ class KubeStore:
     # ------------------------------------------------------------ reads
 
     async def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
-        res, calls = await self._calls(resource)
+        res = resource_for(resource)
+        rest = await self._direct()
         ns = self._namespace(res, namespace)
         out: dict[str, Any] = await self._send(
-            self._call("get", res, ns, name), calls.get(ns, name, **self._opts())
+            self._call("get", res, ns, name), rest.send("GET", object_path(res, ns, name))
         )
         return out
 
@@ -258,9 +269,10 @@ class KubeStore:
         # Only metadata changes, so only it is copied: the rest is encoded as it is.
         meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_SET}
         body = {**obj, "metadata": meta}
+        rest = await self._direct()
         created: dict[str, Any] = await self._send(
             self._call("create", res, ns_or_none, name),
-            calls.create(ns_or_none, body, **self._opts()),
+            rest.send("POST", collection_path(res, ns_or_none), body),
         )
         if not status_changed(created, obj) or not await self._has_status(res, calls):
             return created
@@ -438,3 +450,4 @@ class KubeStore:
             self._client = None
             self._core = None
             self._custom = None
+            self._rest = None

@@ -1,4 +1,5 @@
-"""The ``kubernetes_asyncio`` call for each verb of one resource.
+"""The ``kubernetes_asyncio`` call for each verb of one resource (but create and get,
+which :mod:`shiftnet.store.kube_rest` sends as one request each).
 
 Core kinds go through the core API's typed calls (``read_namespaced_pod``,
 ``replace_node_status``), every other group through the custom-objects calls
@@ -50,30 +51,6 @@ class ResourceCalls:
         return self.custom.list_custom_object_for_all_namespaces(
             r.group, r.version, r.plural, **query
         )
-
-    def get(self, namespace: str | None, name: str, **opts: Any) -> Awaitable[Any]:
-        r = self.res
-        if r.core:
-            if r.namespaced:
-                return self._core("read", True)(name, namespace, **opts)  # type: ignore[no-any-return]
-            return self._core("read", False)(name, **opts)  # type: ignore[no-any-return]
-        if r.namespaced:
-            return self.custom.get_namespaced_custom_object(
-                r.group, r.version, namespace or "", r.plural, name, **opts
-            )
-        return self.custom.get_cluster_custom_object(r.group, r.version, r.plural, name, **opts)
-
-    def create(self, namespace: str | None, body: dict[str, Any], **opts: Any) -> Awaitable[Any]:
-        r = self.res
-        if r.core:
-            if r.namespaced:
-                return self._core("create", True)(namespace, body, **opts)  # type: ignore[no-any-return]
-            return self._core("create", False)(body, **opts)  # type: ignore[no-any-return]
-        if r.namespaced:
-            return self.custom.create_namespaced_custom_object(
-                r.group, r.version, namespace or "", r.plural, body, **opts
-            )
-        return self.custom.create_cluster_custom_object(r.group, r.version, r.plural, body, **opts)
 
     def replace(
         self,
