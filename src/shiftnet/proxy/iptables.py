@@ -25,7 +25,7 @@ from shiftnet.proxy.iptables_layout import (
     svc_chain,
 )
 from shiftnet.proxy.iptables_plan import IptPlan
-from shiftnet.proxy.iptables_rules import FILTER, NAT, Chain
+from shiftnet.proxy.iptables_rules import FILTER, NAT, Chain, Rule, Verdict
 from shiftnet.proxy.iptables_writer import (
     HASHED_CHAIN_RE,
     STATIC_CHAINS,
@@ -43,6 +43,7 @@ __all__ = [
     "IptPlan",
     "ipt_value",
     "render_cleanup",
+    "render_hairpin_probe",
     "render_restore",
     "sep_chain",
     "svc_chain",
@@ -84,3 +85,13 @@ def render_cleanup(
     groups = [chains[i : i + size] for i in range(0, len(chains), size)]
     flushes = [render_restore_text([Chain(t, name, ()) for t, name in g]) for g in groups]
     return flushes + [render_restore_text([], g) for g in groups]
+
+
+HAIRPIN_PROBE = "KUBE-HAIRPIN-PROBE"
+
+
+def render_hairpin_probe() -> str:
+    """One restore input, two transactions: a nat chain holding the hairpin rule (a
+    kernel without ``xt_bpf`` refuses it), then that chain deleted."""
+    chain = Chain(NAT, HAIRPIN_PROBE, (Rule(Verdict("RETURN"), hairpin=True),))
+    return render_restore_text([chain]) + render_restore_text([], [(NAT, HAIRPIN_PROBE)])

@@ -4,12 +4,11 @@ Per service port (``<h>`` is 16 base32 characters of a hash of its name):
 
 * ``KUBE-SVC-<h>`` spreads new connections over all ready endpoints
   (``statistic`` random with probability 1/(n-i), or nth for round robin)
-  and DNATs; traffic from one of the endpoints is marked for masquerade
-  first (hairpin); ``KUBE-SVL-<h>`` does the same over the endpoints on this
+  and DNATs; ``KUBE-SVL-<h>`` does the same over the endpoints on this
   node (only when a ``Local`` traffic policy needs it);
 * with ClientIP affinity, as kube-proxy: ``-m recent --rcheck`` rules, then
-  the spread, jump to a ``KUBE-SEP-<h>`` per endpoint that marks hairpin
-  traffic, records the client (``recent --set``) and DNATs;
+  the spread, jump to a ``KUBE-SEP-<h>`` per endpoint that records the client
+  (``recent --set``) and DNATs;
 * ``KUBE-EXT-<h>`` for node port, external IP and load-balancer traffic:
   with ``externalTrafficPolicy: Cluster`` it marks for masquerade and jumps to
   the SVC chain; with ``Local`` only traffic from this node (and from the
@@ -21,17 +20,23 @@ lists the service addresses in that /24 (and ``KUBE-NODEPORTS`` by ranges of
 256 ports to one for those node ports). A packet walks a few dozen rules
 instead of one per service, and a partial sync that adds or removes a
 service rewrites only its /24's chain, never the whole dispatch list.
-Rules in dispatch chains carry the service port's name as a comment; the
-per-service chains carry none (kube-proxy drops them in large clusters too:
-a comment match is 256 bytes of kernel memory per rule).
+Only the filter table's rules (a service port without endpoints) carry the
+service port's name as a comment; nat rules carry none (kube-proxy drops them
+from its per-service chains in large clusters too): a comment match is 288
+bytes of kernel memory per rule, which a legacy restore copies out of the
+kernel and back on every change.
 
-A second difference: without affinity there is no chain per endpoint, so
-10,000 services of 10 endpoints make 10,000 chains and 210,000 rules instead
-of 110,000 and 310,000. The kernel's work for every iptables-nft
-transaction grows with the table (an endpoint change took 110 ms of kernel
-time at 110,000 chains, with or without jumps in it), and a legacy restore
-copies the whole table. The price: a pod reaching its own service is masqueraded
-whichever endpoint it lands on, not only when it lands on itself.
+A second difference: without affinity there is no chain per endpoint, and
+hairpin (an endpoint reaching itself through its service) is one rule in
+``KUBE-POSTROUTING`` for all services, not a rule per endpoint: a DNATed
+connection whose packet now goes to its own source address (a classic BPF
+match, ``-m bpf``, compares the two) is marked for masquerade. 10,000
+services of 10 endpoints make 10,000 chains and 110,000 rules instead of
+kube-proxy's 110,000 chains and 310,000 rules. The kernel's work for every
+iptables-nft transaction grows with the table, and a legacy restore copies
+the whole table out of the kernel and back. A kernel without ``xt_bpf``
+gets a hairpin rule per endpoint instead (``IptConfig.hairpin_rule``; the
+driver probes).
 
 filter ``KUBE-SERVICES`` has the same dispatch and rejects traffic to a
 service without endpoints (or drops it when only a ``Local`` policy leaves
@@ -74,6 +79,9 @@ class IptConfig:
     spread: str = "random"
     cluster_cidr: str | None = None
     masquerade_all: bool = False
+    # hairpin by one rule in KUBE-POSTROUTING (``-m bpf``); False: a rule per endpoint,
+    # for kernels without xt_bpf (the driver probes)
+    hairpin_rule: bool = True
 
     def __post_init__(self) -> None:
         if self.spread not in SPREADS:
@@ -141,15 +149,19 @@ def _pick(i: int, n: int, spread: str) -> Statistic | None:
     return Statistic(probability=1 / (n - i))
 
 
-def _spread(name: str, entry: ServiceEntry, backends: tuple[Backend, ...], spread: str) -> Chain:
+def _spread(
+    name: str, entry: ServiceEntry, backends: tuple[Backend, ...], config: IptConfig
+) -> Chain:
     n = len(backends)
     rules: list[Rule] = []
+    spread = config.spread
     if entry.affinity:  # per-endpoint chains: each records and checks its own clients
         seps = [sep_chain(entry, b) for b in backends]
         rules += [Rule(Jump(s), recent=Recent(s, entry.affinity_timeout)) for s in seps]
         rules += [Rule(Jump(sep), statistic=_pick(i, n, spread)) for i, sep in enumerate(seps)]
     else:  # DNAT right here: no chain per endpoint (see the module docstring)
-        rules += [Rule(Jump(MARK_MASQ), source=b.ip) for b in backends]
+        if not config.hairpin_rule:
+            rules += [Rule(Jump(MARK_MASQ), source=b.ip) for b in backends]
         rules += [
             Rule(Dnat(b.ip, b.port), protocol=entry.protocol, statistic=_pick(i, n, spread))
             for i, b in enumerate(backends)
@@ -157,17 +169,13 @@ def _spread(name: str, entry: ServiceEntry, backends: tuple[Backend, ...], sprea
     return Chain(NAT, name, tuple(rules))
 
 
-def _endpoint(entry: ServiceEntry, backend: Backend) -> Chain:
+def _endpoint(entry: ServiceEntry, backend: Backend, config: IptConfig) -> Chain:
     sep = sep_chain(entry, backend)
     recent = Recent(sep) if entry.affinity else None
-    return Chain(
-        NAT,
-        sep,
-        (
-            Rule(Jump(MARK_MASQ), source=backend.ip),
-            Rule(Dnat(backend.ip, backend.port), protocol=entry.protocol, recent=recent),
-        ),
-    )
+    dnat = Rule(Dnat(backend.ip, backend.port), protocol=entry.protocol, recent=recent)
+    if config.hairpin_rule:
+        return Chain(NAT, sep, (dnat,))
+    return Chain(NAT, sep, (Rule(Jump(MARK_MASQ), source=backend.ip), dnat))
 
 
 def _external(entry: ServiceEntry, name: str, svc: str, svl: str, config: IptConfig) -> Chain:
@@ -190,13 +198,13 @@ def describe(entry: ServiceEntry, config: IptConfig) -> EntryRules:
     svc, svl, ext = f"KUBE-SVC-{h}", f"KUBE-SVL-{h}", f"KUBE-EXT-{h}"
     chains: dict[str, Chain] = {}
     if entry.backends:
-        chains[svc] = _spread(svc, entry, entry.backends, config.spread)
+        chains[svc] = _spread(svc, entry, entry.backends, config)
         for backend in entry.backends if entry.affinity else ():
-            sep = _endpoint(entry, backend)
+            sep = _endpoint(entry, backend, config)
             chains[sep.name] = sep
     external = entry.external_vips
     if entry.local_backends and (entry.internal_local or (entry.external_local and external)):
-        chains[svl] = _spread(svl, entry, entry.local_backends, config.spread)
+        chains[svl] = _spread(svl, entry, entry.local_backends, config)
     if external and entry.external_backends:
         chains[ext] = _external(entry, ext, svc, svl, config)
 
@@ -211,9 +219,8 @@ def describe(entry: ServiceEntry, config: IptConfig) -> EntryRules:
         rule = _with(match, Verdict(verdict), f"{comment} {why}")
         dispatch.setdefault(bucket, ([], []))[1].append(rule)
 
-    cluster = Rule(
+    cluster = Rule(  # nat rules carry no comment: see the module docstring
         Jump(svl if entry.internal_local else svc),
-        comment=comment,
         destination=entry.cluster_ip,
         protocol=entry.protocol,
         dport=entry.port,
@@ -222,19 +229,19 @@ def describe(entry: ServiceEntry, config: IptConfig) -> EntryRules:
     if entry.cluster_backends:
         nat = dispatch.setdefault(bucket, ([], []))[0]
         if config.masquerade_all:
-            nat.append(_with(cluster, Jump(MARK_MASQ), comment))
+            nat.append(_with(cluster, Jump(MARK_MASQ)))
         elif config.cluster_cidr:
-            nat.append(_with(cluster, Jump(MARK_MASQ), comment, not_source=config.cluster_cidr))
+            nat.append(_with(cluster, Jump(MARK_MASQ), not_source=config.cluster_cidr))
         nat.append(cluster)
     else:
         refuse(bucket, cluster)
     for ip, protocol, port in external:
         if ip == NODE_PORT_ADDRESS:
             bucket = node_port_bucket(protocol, port)
-            match = Rule(Jump(ext), comment=comment, protocol=protocol, dport=port)
+            match = Rule(Jump(ext), protocol=protocol, dport=port)
         else:
             bucket = address_bucket(ip)
-            match = Rule(Jump(ext), comment=comment, destination=ip, protocol=protocol, dport=port)
+            match = Rule(Jump(ext), destination=ip, protocol=protocol, dport=port)
         if entry.external_backends:
             dispatch.setdefault(bucket, ([], []))[0].append(match)
         else:
@@ -245,7 +252,7 @@ def describe(entry: ServiceEntry, config: IptConfig) -> EntryRules:
 def _with(
     rule: Rule,
     target: Jump | Verdict,
-    comment: str,
+    comment: str | None = None,
     not_source: str | None = None,
 ) -> Rule:
     return Rule(
@@ -272,14 +279,17 @@ def top_chains(table: str, buckets: Iterable[Bucket]) -> list[Chain]:
     return [Chain(table, SERVICES, tuple(services)), Chain(table, NODEPORTS, tuple(node_ports))]
 
 
-def static_chains() -> list[Chain]:
-    """KUBE-MARK-MASQ and KUBE-POSTROUTING: the masquerade mark and where it is used."""
+def static_chains(config: IptConfig) -> list[Chain]:
+    """KUBE-MARK-MASQ and KUBE-POSTROUTING: the masquerade mark and where it is used
+    (and, with ``hairpin_rule``, the one rule that marks every hairpin connection)."""
+    hairpin = (Rule(Jump(MARK_MASQ), hairpin=True),) if config.hairpin_rule else ()
     return [
         Chain(NAT, MARK_MASQ, (Rule(SetMark(MASQ_MARK)),)),
         Chain(
             NAT,
             POSTROUTING,
             (
+                *hairpin,
                 Rule(Verdict("RETURN"), not_marked=MASQ_MARK),
                 Rule(SetMark(MASQ_MARK, xor=True)),
                 Rule(Verdict("MASQUERADE")),

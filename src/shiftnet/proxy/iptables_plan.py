@@ -79,7 +79,7 @@ class IptPlan:
                 self._live[chain.table].add(bucket)
         for table_name in TABLES:
             rest += top_chains(table_name, self._live[table_name])
-        static = static_chains()  # first: endpoint chains jump to KUBE-MARK-MASQ
+        static = static_chains(self.config)  # first: endpoint chains jump to KUBE-MARK-MASQ
         rest = [*static, *rest]
         owned = {(c.table, c.name) for c in rest}
         owned.update((c.table, c.name) for group in groups for c in group)

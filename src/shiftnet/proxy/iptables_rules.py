@@ -82,6 +82,7 @@ class Rule:
     dport: int | None = None
     dports: tuple[int, int] | None = None  # a range, ``--dport lo:hi``
     not_marked: str | None = None  # ``-m mark ! --mark M/M``
+    hairpin: bool = False  # DNATed, and the packet's destination is its own source
     recent: Recent | None = None
     statistic: Statistic | None = None
 

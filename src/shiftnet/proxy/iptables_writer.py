@@ -19,11 +19,20 @@ from shiftnet.proxy.iptables_rules import TABLES, Chain, Dnat, Jump, Rule, SetMa
 from shiftnet.proxy.model import canonical_ipv4
 
 # chains every ruleset has (the rest are a prefix and a hash, see iptables_layout)
-STATIC_CHAINS = ("KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ")
+STATIC_CHAINS = (
+    "KUBE-SERVICES",
+    "KUBE-NODEPORTS",
+    "KUBE-POSTROUTING",
+    "KUBE-MARK-MASQ",
+    "KUBE-HAIRPIN-PROBE",  # exists only during the driver's probe (``render_hairpin_probe``)
+)
 HASHED_PREFIXES = ("SVC", "SVL", "EXT", "SEP", "DST")
 HASHED_CHAIN_RE = re.compile(r"^KUBE-(?:SVC|SVL|EXT|SEP|DST)-[A-Z2-7]{16}$")
 _COMMENT_RE = re.compile(r"^[A-Za-z0-9._/: -]{1,200}$")
 _MARK_RE = re.compile(r"^0x[0-9a-f]{1,8}$")
+# classic BPF over the IPv4 header (skb data at netfilter's IP hooks): match when the
+# source address (offset 12) equals the destination (offset 16); "count,code jt jf k,..."
+_SAME_ADDRESS_BPF = "6,32 0 0 12,7 0 0 0,32 0 0 16,29 0 1 0,6 0 0 1,6 0 0 0"
 _VERDICTS = {
     "REJECT": "REJECT --reject-with icmp-port-unreachable",
     "DROP": "DROP",
@@ -120,6 +129,8 @@ def render_rule(chain: str, rule: Rule) -> str:
         parts.append("-m addrtype --src-type LOCAL")
     if rule.dst_local:
         parts.append("-m addrtype --dst-type LOCAL")
+    if rule.hairpin:
+        parts.append(f'-m conntrack --ctstate DNAT -m bpf --bytecode "{_SAME_ADDRESS_BPF}"')
     if rule.not_marked is not None:
         mark = ipt_value("mark", rule.not_marked)
         parts.append(f"-m mark ! --mark {mark}/{mark}")
@@ -135,15 +146,16 @@ def render_rule(chain: str, rule: Rule) -> str:
             else f"--rcheck --seconds {ipt_value('seconds', recent.seconds)} --reap"
         )
         parts.append(f"-m recent --name {name} --mask 255.255.255.255 --rsource {action}")
-    if proto is not None:
-        parts.append(f"-m {proto}")
+    if rule.dport is not None or rule.dports is not None:
+        # ``-m tcp`` only with a port: ``-p`` alone is part of the rule's header, and an
+        # empty ``-m tcp`` is 48 bytes of kernel memory a legacy restore copies twice
+        if proto is None:
+            raise InvalidInput("iptables: a destination port needs a protocol")
         if rule.dport is not None:
-            parts.append(f"--dport {ipt_value('port', rule.dport)}")
+            parts.append(f"-m {proto} --dport {ipt_value('port', rule.dport)}")
         elif rule.dports is not None:
             lo, hi = rule.dports
-            parts.append(f"--dport {ipt_value('port', lo)}:{ipt_value('port', hi)}")
-    elif rule.dport is not None or rule.dports is not None:
-        raise InvalidInput("iptables: a destination port needs a protocol")
+            parts.append(f"-m {proto} --dport {ipt_value('port', lo)}:{ipt_value('port', hi)}")
     if rule.statistic is not None:
         stat = rule.statistic
         if stat.every is not None:

@@ -131,6 +131,8 @@ class KernelProxier:
         self._ipt_plan: iptables.IptPlan | None = None
         self._ipt_backend: str | None = None  # resolved "nft" / "legacy"
         self._ipt_full_at = float("-inf")  # clock time of the last full iptables sync
+        # iptables hairpin as one rule (True) or a rule per endpoint; None: probe first
+        self.hairpin_rule: bool | None = None
         self.last_kind = ""  # "full" or "partial": what the last successful sync did
         self.last_apply_seconds = 0.0
         self._libnft: LibnftSession | None = None
@@ -331,6 +333,9 @@ class KernelProxier:
         if plan is None or not self.in_sync or diff is None or due or big:
             self._ipt_plan = None  # until this full sync succeeds
             await self._ensure_jumps()
+            if self.hairpin_rule is None:
+                self.hairpin_rule = await self._probe_hairpin_rule(restore)
+            self.ipt = dataclasses.replace(self.ipt, hairpin_rule=self.hairpin_rule)
             plan = iptables.IptPlan(self.ipt)
             # iptables-nft-restore slows down more than linearly with the size of one
             # input (1,000 services 1.5 s, 2,000 40 s, 4,000 200 s here): parts
@@ -348,6 +353,15 @@ class KernelProxier:
                 proxy_metrics.IPTABLES_PARTIAL_RESTORE_FAILURES.inc()
                 raise
         return "partial"
+
+    async def _probe_hairpin_rule(self, restore: list[str]) -> bool:
+        """Whether the kernel takes the one-rule hairpin match (``xt_bpf``)."""
+        try:
+            await run_command(restore, iptables.render_hairpin_probe(), self.config.netns)
+        except KernelApplyError as exc:
+            log.warning("iptables hairpin by a rule per endpoint reason=%s", exc)
+            return False
+        return True
 
     async def _ensure_jumps(self) -> None:
         """The jumps from the built-in chains to ours (``-C``, else ``-I``), each target

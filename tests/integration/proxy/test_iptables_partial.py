@@ -269,15 +269,54 @@ async def test_unknown_backend_is_refused() -> None:
         KernelConfig(mode="iptables", iptables_sync_period=-1)
 
 
-async def test_endpoint_reaching_its_own_service_hairpin(env) -> None:  # type: ignore[no-untyped-def]
-    """An endpoint connecting to its own service (without chains per endpoint) is
-    masqueraded, so the connections that land on itself work too."""
-    topo = env["topo"]
+async def own_service_counts(topo: Topology) -> dict[str, int]:
+    """60 connections from b1 to a service it is an endpoint of."""
     proc = topo.python(topo.backends[0], "count", VIP_A, "80", "60")
     out, _ = await asyncio.to_thread(proc.communicate, timeout=120)
     assert proc.returncode == 0, "a connection from b1 to its own service failed"
-    counts = json.loads(out)
+    counts: dict[str, int] = json.loads(out)
+    return counts
+
+
+async def test_endpoint_reaching_its_own_service_hairpin(env) -> None:  # type: ignore[no-untyped-def]
+    """An endpoint connecting to its own service is masqueraded when it lands on
+    itself, so those connections work too: one rule in KUBE-POSTROUTING for every
+    service, no rule per endpoint (the kernel here has xt_bpf)."""
+    assert env["proxy"].kernel.hairpin_rule is True
+    nat = sh(
+        "ip", "netns", "exec", env["topo"].node, f"iptables-{env['backend']}-save", "-t", "nat"
+    )
+    assert "-j KUBE-MARK-MASQ" in nat and "-s 10." not in nat  # no per-endpoint mark
+    hairpin = [line for line in nat.splitlines() if "-m bpf" in line]
+    assert len(hairpin) == 1 and hairpin[0].startswith("-A KUBE-POSTROUTING "), hairpin
+    counts = await own_service_counts(env["topo"])
     assert sum(counts.values()) == 60 and counts.get("b1", 0) > 0, counts
+
+
+@pytest.mark.parametrize("flavour", ["legacy", "nft"])
+async def test_hairpin_without_the_bpf_rule_marks_per_endpoint(topo, flavour: str) -> None:  # type: ignore[no-untyped-def]
+    """The layout for a kernel without xt_bpf (the probe said no): each service chain
+    marks traffic from its own endpoints, and hairpin works the same."""
+    kernel = KernelProxier(
+        KernelConfig(mode="iptables", netns=topo.node, iptables_backend=flavour),
+        clock=HandClock(),
+    )
+    kernel.hairpin_rule = False
+    try:
+        await kernel.sync(
+            build_service_table(
+                [service("a", VIP_A, 80)], [endpoints("a", backends(topo, 1, 2, 3))]
+            ),
+            None,
+        )
+        nat = sh("ip", "netns", "exec", topo.node, f"iptables-{flavour}-save", "-t", "nat")
+        assert "-m bpf" not in nat
+        assert f"-s {topo.backend_ip(1)}/32 -j KUBE-MARK-MASQ" in nat
+        counts = await own_service_counts(topo)
+        assert sum(counts.values()) == 60 and counts.get("b1", 0) > 0, counts
+    finally:
+        await kernel.cleanup()
+        kernel.close()
 
 
 @pytest.mark.parametrize("flavour", ["legacy", "nft"])
