@@ -33,6 +33,13 @@ def register(subparsers: Any) -> None:
         "127.0.0.1 (env SHIFTNET_PROXY_METRICS_LISTEN; default off)",
     )
     p.add_argument(
+        "--healthz-bind-address",
+        metavar="ADDR:PORT",
+        default=os.environ.get("SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS", "127.0.0.1:10256"),
+        help="serve kube-proxy's /healthz and /livez (200 while syncs keep up) on ADDR:PORT; "
+        "'' turns it off (env SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS; default 127.0.0.1:10256)",
+    )
+    p.add_argument(
         "--netns",
         metavar="NAME",
         help="apply kernel rules inside this network namespace (env SHIFTNET_PROXY_NETNS)",
@@ -64,9 +71,10 @@ def register(subparsers: Any) -> None:
         "--nodeport-addresses",
         metavar="IP[,IP...]",
         default=os.environ.get("SHIFTNET_PROXY_NODEPORT_ADDRESSES", "127.0.0.1"),
-        help="user-space mode: addresses node ports listen on (env "
-        "SHIFTNET_PROXY_NODEPORT_ADDRESSES; default 127.0.0.1); kernel modes serve node "
-        "ports on every non-loopback address of the node",
+        help="user-space mode: addresses node ports listen on, and in every mode the "
+        "addresses of the health check node ports (env SHIFTNET_PROXY_NODEPORT_ADDRESSES; "
+        "default 127.0.0.1); kernel modes serve node ports on every non-loopback address of "
+        "the node",
     )
     p.add_argument(
         "--udp-idle-timeout",
@@ -123,6 +131,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
     from shiftnet.proxy import ProxyConfig
+    from shiftnet.proxy.healthcheck import healthz_address
     from shiftnet.proxy.service import parse_max_relays, parse_node_port_addresses
     from shiftnet.proxy.userspace import UserspaceConfig
 
@@ -138,8 +147,12 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.netns:
         kernel["netns"] = args.netns
+    healthz = args.healthz_bind_address or None
+    if healthz:
+        healthz_address(healthz)  # a bad flag fails before anything starts
     config = ProxyConfig.from_env(
         mode=args.mode,
+        healthz_bind_address=healthz,
         kernel=kernel,
         node_name=args.hostname_override,
         min_sync_interval=args.min_sync_interval,
@@ -184,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
             )
             if endpoint is not None:
                 print(f"metrics on {endpoint.url}", flush=True)
+            if proxy.health.url is not None:
+                print(f"healthz on {proxy.health.url}", flush=True)
             await asyncio.Event().wait()
         finally:
             if endpoint is not None:

@@ -3,7 +3,9 @@
 Mode: ``ClusterConfig.extra["proxy_mode"]`` (what ``shiftnet up --proxy-mode``
 sets), else SHIFTNET_PROXY_MODE, else by network mode: user space in local
 mode (ClusterIPs are loopback addresses the proxy binds directly), nftables
-in SDN mode (ClusterIPs are not local addresses there).
+in SDN mode (ClusterIPs are not local addresses there). ``/healthz`` is on
+SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS, else on a free loopback port (two local
+clusters on one machine cannot share kube-proxy's 10256), named in the summary.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ class ProxyComponent:
         default = "userspace" if getattr(cfg, "network", "local") == "local" else "nftables"
         mode = cfg.extra.get("proxy_mode") or os.environ.get("SHIFTNET_PROXY_MODE") or default
         # this node's endpoints serve the Local traffic policies
-        self.config = ProxyConfig.from_env(mode=mode, node_name=getattr(cfg, "node_name", None))
+        healthz = os.environ.get("SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS", "127.0.0.1:0") or None
+        self.config = ProxyConfig.from_env(
+            mode=mode, node_name=getattr(cfg, "node_name", None), healthz_bind_address=healthz
+        )
         self.proxy = ServiceProxy(cluster.require_store(), self.config)
 
     async def start(self) -> None:
@@ -44,4 +49,6 @@ class ProxyComponent:
         bound = len(self.proxy.userspace.services) if self.proxy.userspace else len(entries)
         text = f"{self.config.mode} mode, {bound} of {len(entries)} service ports served"
         refused = len(self.proxy.userspace.refused) if self.proxy.userspace else 0
-        return text + (f", {refused} refused a field (see the log)" if refused else "")
+        text += f", {refused} refused a field (see the log)" if refused else ""
+        url = self.proxy.health.url
+        return text + (f", healthz on {url}" if url else "")

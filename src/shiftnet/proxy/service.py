@@ -3,7 +3,10 @@
 Watches Services and their endpoints (EndpointSlices, or Endpoints where a Service
 has none) through informers, marks changed services in a
 :class:`ProxyChanges`, and lets a :class:`CoalescingRunner` turn any burst of
-events into one sync of the chosen mode's driver.
+events into one sync of the chosen mode's driver. Every mode also serves
+kube-proxy's health checks (:mod:`shiftnet.proxy.healthcheck`): one per
+LoadBalancer Service with ``externalTrafficPolicy: Local`` on its
+``healthCheckNodePort``, and the proxy's own ``/healthz``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from shiftnet.errors import ConfigError
 from shiftnet.informer import Informers
 from shiftnet.proxy import metrics
 from shiftnet.proxy.changes import ProxyChanges
+from shiftnet.proxy.healthcheck import ProxyHealth, ServiceHealthServers
 from shiftnet.proxy.kernel import KernelConfig, KernelProxier
 from shiftnet.proxy.model import ServiceTable, canonical_ipv4
 from shiftnet.proxy.userspace import UserspaceConfig, UserspaceProxier
@@ -40,6 +44,8 @@ class ProxyConfig:
     resync_interval: float | None = 60.0
     userspace: UserspaceConfig = field(default_factory=UserspaceConfig)
     kernel: KernelConfig = field(default_factory=KernelConfig)
+    # kube-proxy's --healthz-bind-address (/healthz, /livez); None: not served
+    healthz_bind_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -104,6 +110,8 @@ class ServiceProxy:
         # each Service's endpoints from its EndpointSlices (its Endpoints when it has none);
         # a port with no ready endpoint falls back to serving+terminating ones (kube-proxy)
         self.endpoints = ServiceEndpoints(self.informers, terminating_fallback=True)
+        # health checks count ready endpoints only: a node whose pods all terminate drains
+        self.ready_endpoints = ServiceEndpoints(self.informers)
         self.changes = ProxyChanges(self.config.node_name)
         self.userspace: UserspaceProxier | None = None
         self.kernel: KernelProxier | None = None
@@ -121,6 +129,14 @@ class ServiceProxy:
             max_interval=max_interval,
             name=f"proxy-{self.config.mode}",
         )
+        # kube-proxy: unhealthy when a change waits longer than twice the sync period
+        self.health = ProxyHealth(timeout=2 * (max_interval or 30.0))
+        self.health_checks = ServiceHealthServers(
+            self.config.userspace.node_port_addresses,
+            self.config.node_name,
+            self.health.healthy,
+            netns=self.config.kernel.netns if self.kernel is not None else None,
+        )
         self.services.add_handler(self._on_event)
         self.endpoints.add_handler(self._on_event)
         self.syncs = 0
@@ -135,6 +151,8 @@ class ServiceProxy:
     def _on_event(self, etype: str, old: Any, new: Any) -> None:
         obj = new or old
         self.changes.mark(obj.metadata.namespace, obj.metadata.name)
+        self.health_checks.mark(obj.metadata.namespace, obj.metadata.name)
+        self.health.queued()
         self._count_change(obj)
         self.runner.kick()
 
@@ -155,6 +173,7 @@ class ServiceProxy:
     async def sync(self) -> None:
         """Bring the driver in line with the informers' caches (the runner calls this)."""
         start = time.perf_counter()
+        started = time.monotonic()
         changed, self._changed_at = self._changed_at, {}
         for pending in self._pending.values():
             pending.clear()
@@ -174,6 +193,10 @@ class ServiceProxy:
             for key, seen in changed.items():  # not programmed: counted when a sync succeeds
                 self._changed_at.setdefault(key, seen)
             raise
+        await self.health_checks.sync(self.services.get, self.ready_endpoints.get)
+        self.health.synced(started)
+        if self.config.healthz_bind_address:
+            await self.health.serve(self.config.healthz_bind_address)  # retried if unbound
         self.syncs += 1
         self._observe_sync(start, full, changed)
 
@@ -201,11 +224,15 @@ class ServiceProxy:
             await self.informers.start()
         else:
             await self.informers.start()  # idempotent: starts our informers if not yet
+        if self.config.healthz_bind_address:  # unhealthy (503) until the first sync
+            await self.health.serve(self.config.healthz_bind_address)
         await self.runner.flush()
         await self.runner.start()
 
     async def stop(self, cleanup: bool = False) -> None:
         await self.runner.stop()
+        await self.health_checks.close()
+        await self.health.close()
         if self._own_informers:
             await self.informers.stop()
         if self.userspace is not None:

@@ -1,0 +1,253 @@
+"""kube-proxy's health checks from a real ``shiftnet proxy`` process on a real store.
+
+A LoadBalancer Service with ``externalTrafficPolicy: Local`` is served on its
+``healthCheckNodePort`` (200 with a ready endpoint on this node, 503 without;
+kube-proxy's JSON body and headers); the port closes when the Service goes;
+the proxy's own ``/healthz`` and ``/livez``; thousands of short connections
+leave no descriptor behind; names written around the API never break the JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.leaks import LeakProbe
+from tests.support.ports import free_port
+from tests.support.proxy_process import proxy_process, random_vip
+
+from shiftnet.api import Endpoints, Service
+from shiftnet.client import Client
+from shiftnet.errors import ShiftnetError
+from shiftnet.store import open_store
+
+pytestmark = pytest.mark.integration
+
+NODE = "n1"
+
+
+def lb_service(name: str, vip: str, port: int, hc_port: int) -> Service:
+    return Service.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "type": "LoadBalancer",
+                "externalTrafficPolicy": "Local",
+                "healthCheckNodePort": hc_port,
+                "clusterIP": vip,
+                "ports": [{"name": "main", "port": port}],
+            },
+        }
+    )
+
+
+def endpoints(name: str, addresses: list[tuple[str, str]], port: int = 9) -> Endpoints:
+    """Ready ``(ip, nodeName)`` addresses on one port."""
+    return Endpoints.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "subsets": [
+                {
+                    "addresses": [{"ip": ip, "nodeName": node} for ip, node in addresses],
+                    "ports": [{"name": "main", "port": port}],
+                }
+            ],
+        }
+    )
+
+
+def get(
+    port: int, path: str = "/healthz", method: str = "GET"
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request(method, path)
+        res = conn.getresponse()
+        return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
+    finally:
+        conn.close()
+
+
+def closed(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+async def until(check: Any, timeout: float = 10.0) -> Any:
+    """Poll ``check()`` (a blocking call) until it returns something truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        with contextlib.suppress(OSError):
+            value = await asyncio.to_thread(check)
+            if value:
+                return value
+        if loop.time() > deadline:
+            raise AssertionError(f"not reached within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+async def replace(client: Client, obj: Any) -> None:
+    existing = await client.try_get(type(obj), "default", obj.metadata.name)
+    if existing is None:
+        await client.create(obj)
+        return
+    obj.metadata.resource_version = existing.metadata.resource_version
+    await client.update(obj)
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A store with Service ``web`` (LB, Local, health check port), a proxy on node n1."""
+    vip = random_vip()
+    port, hc_port, healthz = free_port(vip), free_port(), free_port()
+    store = open_store(f"sqlite:///{tmp_path}/state.db")
+    client = Client(store)
+    await client.create(lb_service("web", vip, port, hc_port))
+    await client.create(endpoints("web", [("127.0.0.2", "n2")]))  # not on this node
+    args = ("--hostname-override", NODE, "--nodeport-addresses", "127.0.0.1")
+    try:
+        with proxy_process(
+            tmp_path, vip, port, *args, "--healthz-bind-address", f"127.0.0.1:{healthz}"
+        ) as pid:
+            yield client, pid, hc_port, healthz
+    finally:
+        await store.close()
+
+
+async def test_health_check_port_answers_200_with_a_local_endpoint_and_closes_with_the_service(
+    cluster,
+) -> None:  # type: ignore[no-untyped-def]
+    client, _, hc_port, _ = cluster
+    status, headers, body = await until(lambda: get(hc_port))
+    assert status == 503
+    assert headers["content-type"] == "application/json"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert json.loads(body) == {
+        "service": {"namespace": "default", "name": "web"},
+        "localEndpoints": 0,
+        "serviceProxyHealthy": True,
+    }
+    # a ready endpoint on this node appears: 200, on any path, as kube-proxy
+    await replace(client, endpoints("web", [("127.0.0.2", "n2"), ("127.0.0.3", NODE)]))
+    status, _, body = await until(lambda: (r := get(hc_port, "/any/path"))[0] == 200 and r)
+    assert json.loads(body)["localEndpoints"] == 1
+    status, headers, body = get(hc_port, "/", method="HEAD")
+    assert status == 200 and body == b"" and headers["content-type"] == "application/json"
+    # it goes away: 503 again
+    await replace(client, endpoints("web", [("127.0.0.2", "n2")]))
+    await until(lambda: get(hc_port)[0] == 503)
+    # the Service goes back to the Cluster policy: the port closes
+    svc = await client.get(Service, "default", "web")
+    svc.spec.external_traffic_policy = "Cluster"
+    svc.spec.health_check_node_port = None
+    await client.update(svc)
+    await until(lambda: closed(hc_port))
+    # Local again, then deleted: open, then closed
+    svc = await client.get(Service, "default", "web")
+    svc.spec.external_traffic_policy = "Local"
+    svc.spec.health_check_node_port = hc_port
+    await client.update(svc)
+    await until(lambda: get(hc_port)[0] == 503)
+    await client.delete(Service, "default", "web")
+    await until(lambda: closed(hc_port))
+
+
+async def test_proxy_healthz_and_livez(cluster) -> None:  # type: ignore[no-untyped-def]
+    _, _, _, healthz = cluster
+    for path in ("/healthz", "/livez"):
+        status, headers, body = await until(lambda p=path: get(healthz, p))
+        assert status == 200, body
+        assert headers["content-type"] == "application/json"
+        answer = json.loads(body)
+        assert set(answer) == {"lastUpdated", "currentTime"}
+        assert answer["lastUpdated"] and answer["currentTime"] >= answer["lastUpdated"]
+    assert get(healthz, "/metrics")[0] == 404
+
+
+async def hit(port: int, how: int) -> bool:
+    """One short connection: a full request (most), nothing at all, or a garbage head."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        if how == 0:
+            return True  # connect and leave
+        if how == 1:
+            writer.write(b"\x00" * 9000)  # past the head limit: 400, closed
+        else:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+        data = await asyncio.wait_for(reader.read(), 5)
+        return data.startswith(b"HTTP/1.1 400 " if how == 1 else b"HTTP/1.1 503 ")
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+async def test_thousands_of_health_checks_leave_no_descriptors(cluster) -> None:  # type: ignore[no-untyped-def]
+    _, pid, hc_port, _ = cluster
+    await until(lambda: get(hc_port))
+    connections, concurrency = 2400, 16
+    queue = iter(range(connections))
+
+    async def worker() -> int:
+        ok = 0
+        for i in queue:
+            how = 0 if i % 8 == 0 else 1 if i % 8 == 1 else 2
+            ok += await hit(hc_port, how)
+        return ok
+
+    assert sum(await asyncio.gather(*(worker() for _ in range(concurrency)))) >= 200  # warm-up
+    queue = iter(range(connections))
+    probe = LeakProbe(pid, name="shiftnet proxy", rss_growth_kib=8 * 1024)
+    answered = sum(await asyncio.gather(*(worker() for _ in range(concurrency))))
+    assert answered == connections
+    await probe.settled()
+    print(probe.summary())
+
+
+HOSTILE_NAMES = [
+    'a"b',
+    'x", "localEndpoints": 99, "y": "',
+    "back\\slash",
+    "new\nline",
+    "tab\there",
+    "</script><script>alert(1)</script>",
+    "ünïcødé-名前",
+    "\u2028\u2029",
+    "{}",
+]
+
+
+async def test_hostile_names_never_break_the_json(cluster) -> None:  # type: ignore[no-untyped-def]
+    client, _, _, _ = cluster
+    store = client.store
+    served: dict[int, str] = {}
+    for i, name in enumerate(HOSTILE_NAMES):
+        port = free_port()
+        body = lb_service("placeholder", f"127.30.250.{i + 2}", 80, port).to_dict()
+        body["metadata"]["name"] = name
+        with pytest.raises(ShiftnetError):
+            await client.create(Service.model_validate(body))  # the API refuses it ...
+        try:
+            await store.create("services", body)  # ... a broken writer does not
+        except ShiftnetError:
+            continue  # the store itself refused the name: nothing to serve
+        served[port] = name
+    assert len(served) >= 6, served
+    for port, name in served.items():
+        status, headers, body = await until(lambda p=port: get(p))
+        assert status == 503 and headers["content-type"] == "application/json"
+        assert json.loads(body) == {
+            "service": {"namespace": "default", "name": name},
+            "localEndpoints": 0,
+            "serviceProxyHealthy": True,
+        }, body
