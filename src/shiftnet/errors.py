@@ -120,3 +120,15 @@ class InvalidPatch(ShiftnetError):
 
 class PatchNotApplicable(ShiftnetError):
     """A valid patch that cannot apply to this object: a failed test, a missing path (422)."""
+
+
+class FieldManagerConflict(ShiftnetError):
+    """A server-side apply would change fields other managers own (the API answers 409).
+
+    ``conflicts`` are (manager as printed, field path as printed) pairs, sorted.
+    """
+
+    def __init__(self, message: str, conflicts: list[tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.conflicts = conflicts

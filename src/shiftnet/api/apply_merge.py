@@ -31,7 +31,7 @@ SERVER_ASSIGNED: dict[str, tuple[tuple[str, ...], ...]] = {
 IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
     "Service": (("spec", "clusterIP"),),
 }
-_META_KEPT = ("uid", "creationTimestamp", "generation", "resourceVersion")
+_META_KEPT = ("uid", "creationTimestamp", "generation", "resourceVersion", "managedFields")
 
 
 def _dig(d: dict[str, Any], path: tuple[str, ...]) -> Any:

@@ -40,6 +40,22 @@ class OwnerReference(Wire):
     block_owner_deletion: bool | None = None
 
 
+class ManagedFieldsEntry(Wire):
+    """Which fields one manager set, by one operation (server-side apply's bookkeeping)."""
+
+    manager: str | None = Field(None, description="The name of the writer that owns these fields.")
+    operation: str | None = Field(None, description="Apply or Update.")
+    api_version: str | None = Field(None, description="The version the fields are named in.")
+    time: str | None = Field(
+        None, description="When this entry's fields last changed (RFC 3339, UTC)."
+    )
+    fields_type: str | None = Field(None, description="The format of fieldsV1: FieldsV1.")
+    fields_v1: dict[str, Any] | None = Field(
+        None, description="The owned fields, as a tree of f:, k:, v: and . keys."
+    )
+    subresource: str | None = Field(None, description="The subresource written, if any.")
+
+
 class ObjectMeta(Wire):
     """Metadata every object has: its name, namespace, labels and bookkeeping."""
 
@@ -76,6 +92,9 @@ class ObjectMeta(Wire):
     )
     owner_references: list[OwnerReference] | None = Field(
         None, description="The objects this one belongs to."
+    )
+    managed_fields: list[ManagedFieldsEntry] | None = Field(
+        None, description="Which writer set which fields; kept by the API server."
     )
 
 

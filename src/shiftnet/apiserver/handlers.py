@@ -19,8 +19,10 @@ from aiohttp import web
 
 from shiftnet.api.selectors import parse_selector
 from shiftnet.apiserver import discovery, openapi, tables
+from shiftnet.apiserver.apply_shapes import shape_for
 from shiftnet.apiserver.bodies import (
     APPLY_PATCH,
+    YAML_TYPES,
     content_type,
     decode,
     read_body,
@@ -30,12 +32,14 @@ from shiftnet.apiserver.config import APIServerConfig
 from shiftnet.apiserver.fanout import WatchFanout
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
+from shiftnet.apiserver.ownership import field_manager, parse_force, update_ownership
 from shiftnet.apiserver.paging import parse_limit
 from shiftnet.apiserver.patching import patch_function
 from shiftnet.apiserver.paths import Target, parse_path
 from shiftnet.apiserver.podlogs import serve_log
 from shiftnet.apiserver.protobuf import accepts_only_protobuf
 from shiftnet.apiserver.resources import ResourceInfo
+from shiftnet.apiserver.server_side_apply import ApplyRequest, server_side_apply
 from shiftnet.apiserver.status import (
     StatusError,
     bad_request,
@@ -44,7 +48,7 @@ from shiftnet.apiserver.status import (
     path_not_found,
     success,
 )
-from shiftnet.apiserver.verbs import Verbs
+from shiftnet.apiserver.verbs import Ownership, Verbs
 from shiftnet.apiserver.watch import WatchRequest, parse_start, parse_timeout, serve_watch
 from shiftnet.errors import InvalidInput, NotFound, ShiftnetError
 from shiftnet.store.base import Store
@@ -128,6 +132,13 @@ def _dry_run(request: web.Request) -> bool:
 
 def _field_check(request: web.Request, duplicates: tuple[str, ...] = ()) -> FieldCheck:
     return FieldCheck(parse_directive(request.query.getall("fieldValidation", [])), duplicates)
+
+
+def _update_fields(request: web.Request, info: ResourceInfo, options: str) -> Ownership:
+    """The managedFields bookkeeping of an update or a (non-apply) patch."""
+    agent = request.headers.get("User-Agent", "")
+    manager = field_manager(options, request.query.get("fieldManager"), agent, apply=False)
+    return update_ownership(info, manager, shape_for(info.model))
 
 
 class ResourceAPI:
@@ -248,8 +259,9 @@ class ResourceAPI:
             check = _field_check(request)
             body = await read_object(request, self.config.max_body_bytes)
             check.duplicates = body.duplicates
+            fields = _update_fields(request, info, "UpdateOptions")
             updated = await self.verbs.update(
-                info, ns, name, body.doc, _dry_run(request), check=check
+                info, ns, name, body.doc, _dry_run(request), check=check, fields=fields
             )
             return json_response(updated, warnings=check.warnings)
         if request.method == "PATCH":
@@ -318,18 +330,41 @@ class ResourceAPI:
     ) -> web.Response:
         kind = content_type(request)
         if kind == APPLY_PATCH:
-            raise StatusError(
-                415,
-                "UnsupportedMediaType",
-                "server-side apply is not served: use client-side kubectl apply",
-            )
+            return await self._apply(request, info, ns, name, sub)
+        parse_force(request.query.get("force"), apply=False)
         check = _field_check(request)
         raw = await read_body(request, self.config.max_body_bytes)
         body = decode(raw, kind)
         check.duplicates = body.duplicates
         apply = patch_function(kind, body.doc, info)
-        patched = await self.verbs.patch(info, ns, name, apply, _dry_run(request), sub, check)
+        fields = _update_fields(request, info, "PatchOptions") if sub is None else None
+        patched = await self.verbs.patch(
+            info, ns, name, apply, _dry_run(request), sub, check, fields
+        )
         return json_response(patched, warnings=check.warnings)
+
+    async def _apply(
+        self, request: web.Request, info: ResourceInfo, ns: str | None, name: str, sub: str | None
+    ) -> web.Response:
+        """Server-side apply (:mod:`shiftnet.apiserver.server_side_apply`)."""
+        if sub is not None:
+            raise StatusError(
+                415,
+                "UnsupportedMediaType",
+                f"server-side apply to the {sub} subresource is not served: apply to the "
+                f"object, or patch its {sub}",
+            )
+        agent = request.headers.get("User-Agent", "")
+        manager = field_manager(
+            "PatchOptions", request.query.get("fieldManager"), agent, apply=True
+        )
+        force = parse_force(request.query.get("force"), apply=True)
+        check = _field_check(request)
+        body = decode(await read_body(request, self.config.max_body_bytes), YAML_TYPES[0])
+        check.duplicates = body.duplicates
+        req = ApplyRequest(info, ns, name, body.doc, manager, force, _dry_run(request), check)
+        code, result = await server_side_apply(self.verbs, req)
+        return json_response(result, code, check.warnings)
 
     async def _drain_body(self, request: web.Request) -> dict[str, Any]:
         """DeleteOptions from the body, if any (kubectl sends them as JSON)."""

@@ -23,7 +23,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from shiftnet.api.base import ObjectMeta, Resource
+from shiftnet.api.base import ManagedFieldsEntry, ObjectMeta, Resource
 from shiftnet.api.registry import KINDS
 from shiftnet.apiserver.merge_keys import EMPTY, STRATEGIC, MergeList, Struct, strategy_for
 from shiftnet.errors import NotFound
@@ -70,8 +70,8 @@ def _group_version(kind: type[Resource]) -> tuple[str, str]:
 
 def definition_name(model: type[BaseModel]) -> str:
     """``io.k8s.api.core.v1.Service``, ``com.github.openshift.api.route.v1.TLSConfig``."""
-    if model is ObjectMeta:
-        return f"{META}.ObjectMeta"
+    if model is ObjectMeta or model is ManagedFieldsEntry:
+        return f"{META}.{model.__name__}"
     return f"{_PACKAGES.get(model.__module__, 'io.shiftnet.api.v1')}.{model.__name__}"
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +165,8 @@ class _Decoder:
             return self._time(data, path)
         if kind is Kind.INT_OR_STRING:
             return self._int_or_string(data, path)
+        if kind is Kind.FIELDS_V1:
+            return self._fields_v1(data, path)
         return NOT_DECODED if data else None  # OPAQUE: named, not read
 
     def _map_entry(self, data: bytes, path: str, *, raw: bool = False) -> tuple[str, str]:
@@ -208,6 +211,17 @@ class _Decoder:
         except (OverflowError, OSError, ValueError):
             raise MalformedProtobuf(f"{path} is out of range: {seconds} seconds") from None
         return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _fields_v1(self, data: bytes, path: str) -> Any:
+        """meta/v1 FieldsV1: its JSON tree, carried as bytes in field 1."""
+        raw = b""
+        for wire in self.fields_of(data, path):
+            if wire.number == 1:
+                raw = self.bytes_of(wire, f"{path}.Raw")
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            raise MalformedProtobuf(f"{path} does not hold JSON") from None
 
     def _int_or_string(self, data: bytes, path: str) -> int | str:
         is_string, number, text = False, 0, ""

@@ -36,6 +36,7 @@ class Kind(Enum):
     BYTES_MAP = "map<string,bytes>"  # JSON: base64 values (a Secret's data)
     TIME = "Time"  # meta/v1 Time: seconds since the epoch; empty means unset
     INT_OR_STRING = "IntOrString"
+    FIELDS_V1 = "FieldsV1"  # meta/v1 FieldsV1: field 1 holds the JSON tree as bytes
     OPAQUE = "opaque"  # a message shiftnet has no model for: named, not decoded
     UNREAD = "unread"  # a field shiftnet has but does not take from protobuf
 
@@ -90,6 +91,10 @@ def int_or_string(name: str) -> Field:
     return Field(name, Kind.INT_OR_STRING)
 
 
+def fields_v1(name: str) -> Field:
+    return Field(name, Kind.FIELDS_V1, pointer=True)
+
+
 def opaque(name: str, *, repeated: bool = False) -> Field:
     return Field(name, Kind.OPAQUE, repeated=repeated)
 
@@ -105,6 +110,19 @@ OWNER_REFERENCE = Message(
         4: string("uid"),
         6: boolean("controller", pointer=True),
         7: boolean("blockOwnerDeletion", pointer=True),
+    },
+)
+
+MANAGED_FIELDS_ENTRY = Message(
+    "ManagedFieldsEntry",
+    {
+        1: string("manager"),
+        2: string("operation"),
+        3: string("apiVersion"),
+        4: time("time", pointer=True),
+        6: string("fieldsType"),
+        7: fields_v1("fieldsV1"),
+        8: string("subresource"),
     },
 )
 
@@ -125,7 +143,7 @@ OBJECT_META = Message(
         12: string_map("annotations"),
         13: message("ownerReferences", OWNER_REFERENCE, repeated=True),
         14: string("finalizers", repeated=True),
-        17: opaque("managedFields", repeated=True),
+        17: message("managedFields", MANAGED_FIELDS_ENTRY, repeated=True),
     },
 )
 

@@ -66,6 +66,19 @@ PATCH_ATTEMPTS = 10
 GENERATE_ATTEMPTS = 5
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's: no vowels, no look-alikes
 
+# Field ownership of a write (:mod:`shiftnet.apiserver.ownership`): given the stored
+# object (None on create), the object about to be written and the managedFields the
+# request sent, the managedFields to store (None: none).
+Ownership = Callable[[dict[str, Any] | None, dict[str, Any], Any], list[dict[str, Any]] | None]
+
+
+def _owned(body: dict[str, Any], entries: list[dict[str, Any]] | None) -> None:
+    meta = body.setdefault("metadata", {})
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+
 
 def generated_name(prefix: str) -> str:
     return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
@@ -254,6 +267,7 @@ class Verbs:
         raw: dict[str, Any],
         dry_run: bool,
         check: FieldCheck | None = None,
+        fields: Ownership | None = None,
     ) -> dict[str, Any]:
         obj = parse(info, raw, check)
         _place(info, obj, namespace)
@@ -272,6 +286,8 @@ class Verbs:
             if attempt == 0:
                 await self._check_allocation(info, obj)
             body = obj.to_dict()
+            if fields is not None:
+                _owned(body, fields(None, body, body["metadata"].get("managedFields")))
             if dry_run:
                 return out_object(prepare_create(body))
             try:
@@ -295,6 +311,7 @@ class Verbs:
         dry_run: bool,
         subresource: str | None = None,
         check: FieldCheck | None = None,
+        fields: Ownership | None = None,
     ) -> dict[str, Any]:
         wanted = parse(info, raw, check)
         _place(info, wanted, namespace)
@@ -320,7 +337,12 @@ class Verbs:
             raise _shape_error(info, name, err) from None
         check_valid(info, merged, existing, check)
         await self._check_allocation(info, merged)
-        return await self._write(info, existing_raw, merged.to_dict(), pinned, dry_run)
+        new = merged.to_dict()
+        if fields is not None:
+            sent = wanted.metadata.managed_fields
+            given = [e.to_dict() for e in sent] if sent else None
+            _owned(new, fields(existing_raw, new, given))
+        return await self._write(info, existing_raw, new, pinned, dry_run)
 
     async def _write(
         self,
@@ -355,6 +377,7 @@ class Verbs:
         dry_run: bool,
         subresource: str | None = None,
         check: FieldCheck | None = None,
+        fields: Ownership | None = None,
     ) -> dict[str, Any]:
         """Read, ``apply`` the patch, update; retried on a concurrent write unless the
         patch itself names a resourceVersion (then that write's Conflict is returned)."""
@@ -368,7 +391,7 @@ class Verbs:
             pinned = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
             try:
                 return await self.update(
-                    info, namespace, name, patched, dry_run, subresource, check
+                    info, namespace, name, patched, dry_run, subresource, check, fields
                 )
             except StatusError as err:
                 if err.reason == "Conflict" and pinned == current_rv:

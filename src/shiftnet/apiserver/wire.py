@@ -21,7 +21,8 @@ def rfc3339_seconds(stamp: str) -> str:
 
 
 # Maps whose keys and values are the user's own: an empty value there is data.
-_USER_MAPS = frozenset({"labels", "annotations", "selector", "nodeSelector", "data"})
+# managedFields' fieldsV1 is a tree whose leaves are empty objects.
+_USER_MAPS = frozenset({"labels", "annotations", "selector", "nodeSelector", "data", "fieldsV1"})
 
 
 def omit_empty(value: Any) -> Any:
