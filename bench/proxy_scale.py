@@ -122,6 +122,8 @@ async def kernel_case(
         "loadavg_1m": os.getloadavg()[0],
         "full_sync_steps_s": dict(kernel.last_full_steps) if mode == "nftables" else {},
     }
+    if mode == "iptables":
+        result.update(nat_table_size(topo.node, tools))
     # one-service changes: one endpoint of one service replaced, CHANGES times (different
     # services); the median is reported, the first one (right after the full load) too
     rounds = 3 if full_rewrite else CHANGES
@@ -183,6 +185,40 @@ async def kernel_case(
     await kernel.cleanup()
     kernel.close()
     return result
+
+
+# run inside the node namespace: IPT_SO_GET_INFO (64) of the legacy nat table, whose
+# size is what every legacy restore copies out of the kernel and back
+_NAT_INFO = """
+import ctypes, socket, struct
+libc = ctypes.CDLL(None, use_errno=True)
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+buf, size = ctypes.create_string_buffer(b"nat", 84), ctypes.c_uint(84)
+if libc.getsockopt(s.fileno(), socket.IPPROTO_IP, 64, buf, ctypes.byref(size)) != 0:
+    raise SystemExit(f"IPT_SO_GET_INFO: errno {ctypes.get_errno()}")
+print(*struct.unpack_from("II", buf.raw, 76))
+"""
+
+
+def nat_table_size(netns: str, tools: str) -> dict:
+    """Rules in our nat table (iptables-save) and, for the legacy tools, the kernel's
+    entries (rules plus two per chain) and bytes."""
+    save = subprocess.run(
+        ["ip", "netns", "exec", netns, f"iptables-{tools}-save", "-t", "nat"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    out = {"nat_rules": sum(1 for line in save.splitlines() if line.startswith("-A "))}
+    if tools == "legacy":
+        info = subprocess.run(
+            ["ip", "netns", "exec", netns, sys.executable, "-c", _NAT_INFO],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        out.update(nat_entries=int(info[0]), nat_bytes=int(info[1]))
+    return out
 
 
 def _label(mode: str, n: int, backend: str) -> str:
@@ -528,6 +564,19 @@ def print_table(out: dict) -> None:
                 f"{r['change_apply_cpu_s'] * 1000:>11.1f} "
                 f"{r['change_first_total_s'] * 1000:>6.0f}/{r['change_max_total_s'] * 1000:<6.0f} "
                 f"{first:>16} {last:>17} {r['loadavg_1m']:>5.1f}"
+            )
+        sized = [r for r in out["kernel"] if "nat_rules" in r]
+        if sized:
+            print("\niptables nat table after the full sync (legacy: kernel entries and bytes)")
+            print(
+                f"{'mode':<15} {'services':>8} {'rules':>8} {'entries':>8} {'MB':>6} {'B/svc':>6}"
+            )
+        for r in sized:
+            mb = f"{r['nat_bytes'] / 1e6:.1f}" if "nat_bytes" in r else "-"
+            per = f"{r['nat_bytes'] / r['services']:.0f}" if "nat_bytes" in r else "-"
+            print(
+                f"{r['mode']:<15} {r['services']:>8} {r['nat_rules']:>8} "
+                f"{r.get('nat_entries', '-'):>8} {mb:>6} {per:>6}"
             )
     if "userspace" in out:
         print_userspace(out["userspace"])
