@@ -1,0 +1,136 @@
+"""``shiftnet up`` (local mode): a LoadBalancer Service with ``externalTrafficPolicy: Local``
+gets a ``healthCheckNodePort`` from the master, the proxy answers kube-proxy's health check
+on it (200: this node runs the Service's pods), and closes it when the policy goes back to
+Cluster, which gives the port back."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, up_env  # noqa: F401
+from tests.support.ports import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+LOCAL_LB = """\
+apiVersion: v1
+kind: Service
+metadata: {name: hello-local, namespace: demo}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: hello}
+  ports: [{name: web, port: 8080, targetPort: web}]
+"""
+
+
+def two_free_ports() -> int:
+    """The first of two consecutive free loopback ports (a node port range of two)."""
+    for _ in range(50):
+        first = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", first + 1))
+            return first
+        except OSError:
+            continue
+    raise AssertionError("no two consecutive free ports")
+
+
+def health(port: int) -> tuple[int, dict[str, object]]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def kubectl_json(env: dict[str, str], *args: str) -> dict[str, object]:
+    got = subprocess.run(
+        ["/usr/bin/kubectl", *args, "-o", "json"],
+        env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    out: dict[str, object] = json.loads(got.stdout)
+    return out
+
+
+def apply(env: dict[str, str], manifest: str) -> None:
+    done = subprocess.run(
+        [str(SHIFTNET), "apply", "-f", "-"],
+        input=manifest, env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_local_load_balancer_health_check_allocated_served_and_released(
+    demo_copy: Path,  # noqa: F811
+    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    state, env = up_env
+    first = two_free_ports()
+    env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{first}-{first + 1}"
+    net = f"127.{random.randint(100, 199)}.0.0/16"
+    up = UpProcess(
+        ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        up.read_until(r"Press Ctrl-C", timeout=120)
+        apply(env, LOCAL_LB)
+        kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))
+        deadline = time.monotonic() + 30
+        spec: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            svc = kubectl_json(kube_env, "get", "svc", "hello-local", "-n", "demo")
+            spec = svc["spec"]  # type: ignore[assignment]
+            if spec.get("healthCheckNodePort"):
+                break
+            time.sleep(0.3)
+        hc = spec.get("healthCheckNodePort")
+        assert hc == first + 1, spec  # after the service port's node port, as upstream
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = health(int(hc))
+                if status == 200:
+                    break
+            except OSError:
+                status, body = 0, {}
+            assert time.monotonic() < deadline, (status, body)
+            time.sleep(0.3)
+        assert body["service"] == {"namespace": "demo", "name": "hello-local"}
+        assert isinstance(body["localEndpoints"], int) and body["localEndpoints"] >= 1
+        # back to the Cluster policy: the port is given back and the proxy closes it
+        apply(
+            env, LOCAL_LB.replace("externalTrafficPolicy: Local", "externalTrafficPolicy: Cluster")
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health(int(hc))
+            except OSError:
+                break
+            assert time.monotonic() < deadline, "the health check port still answers"
+            time.sleep(0.3)
+        svc = kubectl_json(kube_env, "get", "svc", "hello-local", "-n", "demo")
+        assert "healthCheckNodePort" not in svc["spec"]  # type: ignore[operator]
+        os.killpg(up.proc.pid, signal.SIGINT)
+        assert up.proc.wait(timeout=60) == 0, up.rest()
+    finally:
+        if up.proc.poll() is None:
+            os.killpg(up.proc.pid, signal.SIGKILL)
+            up.proc.wait()
