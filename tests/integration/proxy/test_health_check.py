@@ -22,7 +22,7 @@ from tests.support.leaks import LeakProbe
 from tests.support.ports import free_port
 from tests.support.proxy_process import proxy_process, random_vip
 
-from shiftnet.api import Endpoints, Service
+from shiftnet.api import Endpoints, EndpointSlice, Service
 from shiftnet.client import Client
 from shiftnet.errors import ShiftnetError
 from shiftnet.store import open_store
@@ -251,3 +251,63 @@ async def test_hostile_names_never_break_the_json(cluster) -> None:  # type: ign
             "localEndpoints": 0,
             "serviceProxyHealthy": True,
         }, body
+
+
+def slice_of(name: str, endpoints: list[dict[str, Any]]) -> EndpointSlice:
+    return EndpointSlice.model_validate(
+        {
+            "metadata": {
+                "name": f"{name}-abc",
+                "namespace": "default",
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "main", "port": 9, "protocol": "TCP"}],
+            "endpoints": endpoints,
+        }
+    )
+
+
+async def test_terminating_local_endpoints_do_not_count(cluster) -> None:  # type: ignore[no-untyped-def]
+    """A node whose only local pod is terminating answers 503 (the balancer drains it),
+    though its ClusterIP still falls back to that pod."""
+    client, _, hc_port, _ = cluster
+    going = {
+        "addresses": ["127.0.0.3"],
+        "nodeName": NODE,
+        "conditions": {"ready": False, "serving": True, "terminating": True},
+    }
+    ready = {"addresses": ["127.0.0.3"], "nodeName": NODE, "conditions": {"ready": True}}
+    await client.create(slice_of("web", [ready]))
+    await until(lambda: get(hc_port)[0] == 200)
+    await replace(client, slice_of("web", [going]))
+    _, _, body = await until(lambda: (r := get(hc_port))[0] == 503 and r)
+    assert json.loads(body)["localEndpoints"] == 0
+
+
+async def test_a_port_that_cannot_be_bound_is_logged_and_the_rest_served(
+    cluster, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    client, _, hc_port, _ = cluster
+    with socket.socket() as squatter:  # another program holds this one
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen(1)
+        held = squatter.getsockname()[1]
+        await client.create(lb_service("blocked", "127.30.251.2", 80, held))
+        await client.create(lb_service("twin", "127.30.251.3", 80, hc_port))  # web's port
+        other = free_port()
+        await client.create(lb_service("fine", "127.30.251.4", 80, other))
+        await until(lambda: get(other)[0] == 503)
+        log = tmp_path / "proxy.log"
+        await until(lambda: "service=default/blocked" in log.read_text())
+        text = log.read_text()
+        assert (
+            f"health check port not bound service=default/blocked address=127.0.0.1 port={held}"
+            in text
+        )
+        assert "health check port not bound service=default/twin" in text
+        assert json.loads(get(hc_port)[2])["service"]["name"] == "web"  # the first keeps it
+    # once the squatter is gone, a later sync binds it
+    await client.create(lb_service("nudge", "127.30.251.5", 80, free_port()))
+    _, _, body = await until(lambda: get(held))
+    assert json.loads(body)["service"]["name"] == "blocked"
