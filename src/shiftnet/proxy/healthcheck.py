@@ -331,6 +331,7 @@ def healthz_address(text: str) -> tuple[str, int]:
         port = -1
     if not 0 <= port < 65536:
         raise ConfigError(
-            f"--healthz-bind-address={text[:60]!r} is invalid: must be an IPv4 ADDR:PORT"
+            "--healthz-bind-address (SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS) must be an IPv4 "
+            f"ADDR:PORT, not {text[:60]!r}"
         )
     return host, port

@@ -13,7 +13,10 @@ import asyncio
 import contextlib
 import http.client
 import json
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +314,22 @@ async def test_a_port_that_cannot_be_bound_is_logged_and_the_rest_served(
     await client.create(lb_service("nudge", "127.30.251.5", 80, free_port()))
     _, _, body = await until(lambda: get(held))
     assert json.loads(body)["service"]["name"] == "blocked"
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_bad_healthz_address_is_one_sentence(tmp_path: Path, how: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
+    args = ["--healthz-bind-address", "nowhere:99999"] if how == "flag" else []
+    if how == "env":
+        env["SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS"] = "nowhere:99999"
+    res = subprocess.run(
+        [sys.executable, "-m", "shiftnet.cli.main", "--state-dir", str(tmp_path),
+         "--store", f"sqlite:///{tmp_path}/state.db", "proxy", *args],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert res.returncode == 1
+    assert res.stderr.strip() == (
+        "error: --healthz-bind-address (SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS) must be an IPv4 "
+        "ADDR:PORT, not 'nowhere:99999'"
+    )
+    assert not (tmp_path / "state.db").exists(), "nothing was started"
