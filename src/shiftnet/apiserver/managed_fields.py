@@ -161,12 +161,15 @@ def record_apply(
     now: str,
     *,
     force: bool,
+    forgiven: FieldSet = frozenset(),
 ) -> dict[Owner, Owned]:
     """An Apply by ``owner`` of a configuration setting ``applied``; conflicts raise
-    :class:`FieldManagerConflict` unless ``force``, which takes the paths over."""
+    :class:`FieldManagerConflict` unless ``force``, which takes the paths over.
+    Conflicts all within ``forgiven`` are taken over as if forced (upstream's
+    upgrade from client-side apply, :func:`shiftnet.apiserver.ownership.forgiven_paths`)."""
     taken = {o: owned.paths & change.changed for o, owned in entries.items() if o != owner}
     taken = {o: p for o, p in taken.items() if p}
-    if taken and not force:
+    if taken and not force and not frozenset().union(*taken.values()) <= forgiven:
         raise conflict_error(taken)
     paths = {
         o: owned.paths - taken.get(o, frozenset()) - change.removed

@@ -16,12 +16,13 @@ create path free of this bookkeeping.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
 from shiftnet.api.fielderrors import ErrorType, FieldError
 from shiftnet.apiserver.apply_shapes import Shape
-from shiftnet.apiserver.fieldsets import FieldSet, compare, leaf_values
+from shiftnet.apiserver.fieldsets import Comparison, FieldSet, compare, leaf_values
 from shiftnet.apiserver.managed_fields import (
     BEFORE_FIRST_APPLY,
     Entries,
@@ -33,11 +34,15 @@ from shiftnet.apiserver.managed_fields import (
     record_update,
     updater,
 )
+from shiftnet.apiserver.patch import json_equal
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import CAUSE_REASON, StatusError
 from shiftnet.apiserver.verbs import Ownership
+from shiftnet.errors import InvalidPatch
 
 MAX_MANAGER = 128
+KUBECTL = "kubectl"  # the manager kubectl apply --server-side sends
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def invalid_options(kind: str, errors: list[FieldError]) -> StatusError:
@@ -130,6 +135,51 @@ def current_entries(live: dict[str, Any], info: ResourceInfo, shape: Shape) -> d
     return {owner: Owned(paths, info.group_version, time if isinstance(time, str) else None)}
 
 
+def forgiven_paths(live: dict[str, Any], manager: str, shape: Shape) -> FieldSet:
+    """Conflicts ``kubectl`` may take over when it first applies to an object
+    ``kubectl apply`` made: the fields of the last-applied annotation that still
+    have the value it gave them, as upstream's API server lets kubectl move from
+    client-side to server-side apply. Other managers are forgiven nothing."""
+    if manager != KUBECTL:
+        return frozenset()
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str) or not text:
+        return frozenset()
+    try:
+        last = json.loads(text)
+        if not isinstance(last, dict):
+            return frozenset()
+        then = leaf_values(last, shape)
+    except (ValueError, InvalidPatch):
+        return frozenset()
+    now = leaf_values(live, shape)
+    return frozenset(p for p, v in then.items() if p in now and json_equal(now[p], v))
+
+
+LAST_APPLIED_PATH = ("f:metadata", "f:annotations", "f:" + LAST_APPLIED)
+
+
+def synced_last_applied(
+    merged: dict[str, Any], config: dict[str, Any], manager: str
+) -> tuple[dict[str, Any], FieldSet]:
+    """As upstream, ``kubectl``'s server-side apply rewrites the last-applied annotation
+    an object already has to the configuration it applied, so a later client-side
+    ``kubectl apply`` diffs against it. The annotation is then nobody's change:
+    the paths to leave out of the ownership comparison."""
+    meta = merged.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if manager != KUBECTL or not isinstance(annotations, dict) or LAST_APPLIED not in annotations:
+        return merged, frozenset()
+    applied = json.loads(json.dumps(config))
+    config_annotations = (applied.get("metadata") or {}).get("annotations")
+    if isinstance(config_annotations, dict):
+        config_annotations.pop(LAST_APPLIED, None)
+    text = json.dumps(applied, separators=(",", ":"), sort_keys=True) + "\n"
+    out = {**merged, "metadata": {**meta, "annotations": {**annotations, LAST_APPLIED: text}}}
+    return out, frozenset({LAST_APPLIED_PATH})
+
+
 def apply_ownership(
     entries: Entries,
     owner: Owner,
@@ -138,15 +188,29 @@ def apply_ownership(
     shape: Shape,
     *,
     force: bool,
+    forgiven: FieldSet = frozenset(),
+    unchecked: FieldSet = frozenset(),
     now: Callable[[], str] = now_text,
 ) -> Ownership:
-    """An Apply: ``entries`` are the owners the merge and prune were computed against."""
+    """An Apply: ``entries`` are the owners the merge and prune were computed against;
+    ``unchecked`` paths the server itself rewrote are left out of the comparison."""
 
     def record(old: dict[str, Any] | None, new: dict[str, Any], given: Any) -> Any:
         before = leaf_values(old, shape) if old is not None else {}
         change = compare(before, leaf_values(new, shape))
+        if unchecked:
+            change = Comparison(
+                change.added - unchecked, change.modified - unchecked, change.removed - unchecked
+            )
         settled = record_apply(
-            entries, change, owner, applied, info.group_version, now(), force=force
+            entries,
+            change,
+            owner,
+            applied,
+            info.group_version,
+            now(),
+            force=force,
+            forgiven=forgiven,
         )
         return encode(settled) or None
 

@@ -24,7 +24,12 @@ from shiftnet.apiserver.apply_shapes import shape_for
 from shiftnet.apiserver.fieldsets import FieldSet, leaf_values
 from shiftnet.apiserver.fieldvalidation import FieldCheck
 from shiftnet.apiserver.managed_fields import applier, pruned
-from shiftnet.apiserver.ownership import apply_ownership, current_entries
+from shiftnet.apiserver.ownership import (
+    apply_ownership,
+    current_entries,
+    forgiven_paths,
+    synced_last_applied,
+)
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import StatusError, bad_request, conflict
 from shiftnet.apiserver.verbs import PATCH_ATTEMPTS, Verbs
@@ -98,7 +103,18 @@ async def _apply_to(
     entries = current_entries(live, info, shape)
     merged = merge_applied(live, req.config, shape)
     merged = remove_paths(merged, pruned(entries, owner, applied), shape)
-    fields = apply_ownership(entries, owner, applied, info, shape, force=req.force)
+    forgiven = forgiven_paths(live, req.manager, shape)
+    merged, unchecked = synced_last_applied(merged, req.config, req.manager)
+    fields = apply_ownership(
+        entries,
+        owner,
+        applied,
+        info,
+        shape,
+        force=req.force,
+        forgiven=forgiven,
+        unchecked=unchecked,
+    )
     return await verbs.update(
         info, req.namespace, req.name, merged, req.dry_run, check=req.check, fields=fields
     )

@@ -250,3 +250,41 @@ def test_python_client_applies_a_service(kube: client.ApiClient) -> None:
         core.patch_namespaced_service("web", "default", service(8082), _content_type=APPLY)
     assert err.value.status == 422
     assert "fieldManager: Required value: is required for apply patch" in err.value.body
+
+
+def test_kubectl_moves_from_client_side_to_server_side_apply(
+    api: APIServerProcess, tmp_path: Path
+) -> None:
+    path = tmp_path / "route.yaml"
+    path.write_text(ROUTE)
+    api.ok("apply", "-f", str(path))  # client-side: the last-applied annotation
+    path.write_text(ROUTE.replace("web.example.com", "www.example.com"))
+    # another manager is forgiven nothing
+    assert ssa(api, path, "--field-manager=other").returncode == 1
+    moved = ssa(api, path)  # kubectl takes over what its client-side apply set
+    assert moved.returncode == 0, moved.stderr
+    route = shown(api, "route", "web")
+    assert route["spec"]["host"] == "www.example.com"
+    assert "f:host" in owners(route)[("kubectl", "Apply")]["f:spec"]
+    last = route["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    assert json.loads(last)["spec"]["host"] == "www.example.com"
+    # and back to client-side apply, which diffs against that annotation
+    path.write_text(ROUTE.replace("web.example.com", "shop.example.com"))
+    assert api.ok("apply", "-f", str(path)).strip() == "route.route.openshift.io/web configured"
+    assert shown(api, "route", "web")["spec"]["host"] == "shop.example.com"
+
+
+def test_kubectl_is_not_forgiven_a_field_changed_since_its_client_side_apply(
+    api: APIServerProcess, tmp_path: Path
+) -> None:
+    path = tmp_path / "route.yaml"
+    path.write_text(ROUTE)
+    api.ok("apply", "-f", str(path))
+    api.ok("patch", "route", "web", "--type=merge", "-p", '{"spec":{"host":"b.example.com"}}')
+    path.write_text(ROUTE.replace("web.example.com", "c.example.com"))
+    refused = ssa(api, path)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        "error: Apply failed with 1 conflict: conflict with "
+        '"before-first-apply" using route.openshift.io/v1: .spec.host\n'
+    )

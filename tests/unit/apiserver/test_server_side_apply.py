@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from shiftnet.apiserver.managed_fields import (
     record_update,
     updater,
 )
+from shiftnet.apiserver.ownership import forgiven_paths, synced_last_applied
 from shiftnet.errors import FieldManagerConflict, InvalidPatch
 
 SVC = shape_for(Service)
@@ -393,3 +395,71 @@ def test_entries_round_trip_in_upstream_order() -> None:
     assert decode("junk") == {} and decode([1, {"fieldsV1": []}]) == {
         Owner("", "Update", "", ""): Owned(frozenset(), "", None)
     }
+
+
+# ---------------------------------------------------------------- from client-side apply
+
+LAST = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def csa_route(live_host: str, applied_host: str) -> dict[str, Any]:
+    obj = route(live_host)
+    obj["metadata"]["annotations"] = {LAST: json.dumps(route(applied_host))}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("live", "manager", "expected"),
+    [
+        (csa_route("a.com", "a.com"), "kubectl", {HOST, TO, LABEL}),
+        (csa_route("b.com", "a.com"), "kubectl", {TO, LABEL}),  # changed since: not forgiven
+        (csa_route("a.com", "a.com"), "other", set()),  # only kubectl moves over
+        (route("a.com"), "kubectl", set()),  # no annotation
+        ({"metadata": {"annotations": {LAST: "{nope"}}}, "kubectl", set()),
+    ],
+)
+def test_forgiven_paths(live: dict[str, Any], manager: str, expected: set[Any]) -> None:
+    assert forgiven_paths(live, manager, ROUTE) == expected
+
+
+def test_forgiven_conflicts_are_taken_over_only_when_all_are_forgiven() -> None:
+    entries = {Owner("before-first-apply", "Update", "v"): owned(HOST, TO)}
+    moved = change(route("a.com", "x"), route("b.com", "y"))
+    after = record_apply(
+        entries,
+        moved,
+        A,
+        frozenset({HOST, TO}),
+        "v",
+        T1,
+        force=False,
+        forgiven=frozenset({HOST, TO}),
+    )
+    assert after[A].paths == {HOST, TO}
+    assert Owner("before-first-apply", "Update", "v") not in after
+    with pytest.raises(FieldManagerConflict, match=r"\.spec\.to\.name"):
+        record_apply(
+            entries,
+            moved,
+            A,
+            frozenset({HOST, TO}),
+            "v",
+            T1,
+            force=False,
+            forgiven=frozenset({HOST}),
+        )
+
+
+def test_kubectl_rewrites_the_last_applied_annotation_an_object_has() -> None:
+    config = {
+        "metadata": {"name": "r", "annotations": {LAST: "old", "x": "1"}},
+        "spec": {"host": "h"},
+    }
+    merged = csa_route("h", "a.com")
+    synced, unchecked = synced_last_applied(merged, config, "kubectl")
+    text = synced["metadata"]["annotations"][LAST]
+    assert text == '{"metadata":{"annotations":{"x":"1"},"name":"r"},"spec":{"host":"h"}}\n'
+    assert unchecked == {("f:metadata", "f:annotations", "f:" + LAST)}
+    assert merged["metadata"]["annotations"][LAST] != text  # argument untouched
+    assert synced_last_applied(merged, config, "other") == (merged, frozenset())
+    assert synced_last_applied(route("h"), config, "kubectl") == (route("h"), frozenset())
