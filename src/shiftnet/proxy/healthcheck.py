@@ -184,11 +184,10 @@ class ServiceHealthServers:
         dirty, self._dirty = self._dirty, set()
         for key in sorted(dirty):
             svc = get_service(*key)
-            found = None if svc is None else model.target(svc, get_endpoints(*key), self.node_name)
-            if found is None or not found.port:
-                self.targets.pop(key, None)
-            else:
-                self.targets[key] = found
+            if svc is None or not model.health_check_port(svc):
+                self.targets.pop(key, None)  # the endpoints of most Services are never read
+                continue
+            self.targets[key] = model.target(svc, get_endpoints(*key), self.node_name)
         await self._apply()
 
     async def _apply(self) -> None:
