@@ -288,3 +288,32 @@ def test_kubectl_is_not_forgiven_a_field_changed_since_its_client_side_apply(
         "error: Apply failed with 1 conflict: conflict with "
         '"before-first-apply" using route.openshift.io/v1: .spec.host\n'
     )
+
+
+def test_apply_options_refused_as_upstream_refuses_them(kube: client.ApiClient) -> None:
+    core = client.CoreV1Api(kube)
+    core.patch_namespaced_service(
+        "web", "default", service(8080), field_manager="deployer", _content_type=APPLY
+    )
+    with pytest.raises(ApiException) as err:  # force is for apply only
+        core.patch_namespaced_service(
+            "web",
+            "default",
+            {"spec": {"ports": [{"port": 80, "targetPort": 9}]}},
+            force=True,
+            _content_type="application/merge-patch+json",
+        )
+    assert err.value.status == 422
+    assert "force: Forbidden: may not be specified for non-apply patch" in err.value.body
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_service(
+            "web", "default", service(8080), field_manager="x" * 129, _content_type=APPLY
+        )
+    assert err.value.status == 422
+    assert "fieldManager: Too long" in err.value.body
+    with pytest.raises(ApiException) as err:  # the status subresource is not applied to
+        core.patch_namespaced_service_status(
+            "web", "default", service(8080), field_manager="deployer", _content_type=APPLY
+        )
+    assert err.value.status == 415
+    assert core.read_namespaced_service("web", "default").spec.ports[0].target_port == 8080
