@@ -82,6 +82,7 @@ def merged_for_update(existing: Resource, wanted: Resource) -> Resource:
             _put(out, path, copy.deepcopy(_dig(old, path)))
     if kind == "Service":
         _keep_node_ports(old, out)
+        _type_dependent_ports(old.get("spec") or {}, out.setdefault("spec", {}))
     return type(existing).model_validate(out)
 
 
@@ -101,6 +102,35 @@ def _keep_node_ports(old: dict[str, Any], out: dict[str, Any]) -> None:
             kept = held.get((port.get("port"), port.get("protocol", "TCP")))
             if kept:
                 port["nodePort"] = kept
+
+
+def _has_node_ports(spec: dict[str, Any]) -> bool:
+    return spec.get("type") in ("NodePort", "LoadBalancer")
+
+
+def _has_health_check(spec: dict[str, Any]) -> bool:
+    return spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+
+
+def _type_dependent_ports(old: dict[str, Any], spec: dict[str, Any]) -> None:
+    """As kube-apiserver's update: a ``healthCheckNodePort`` the manifest leaves out is
+    kept while the Service still needs one; node ports and the health check port the
+    master gave are dropped when the Service no longer has them (a type or policy
+    change) and the update did not ask for new ones. A three-way merge (``kubectl
+    apply``) keeps fields it never set, so without this a change to ClusterIP or to
+    the Cluster policy would be refused for values nobody asked for."""
+    held = old.get("healthCheckNodePort")
+    if _has_health_check(old) and _has_health_check(spec):
+        if held and not spec.get("healthCheckNodePort"):
+            spec["healthCheckNodePort"] = held
+    elif _has_health_check(old) and spec.get("healthCheckNodePort") == held:
+        spec.pop("healthCheckNodePort", None)
+    if _has_node_ports(old) and not _has_node_ports(spec):
+        ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+        given = {p["nodePort"] for p in old.get("ports") or [] if p.get("nodePort")}
+        if {p["nodePort"] for p in ports if p.get("nodePort")} <= given:
+            for port in ports:
+                port.pop("nodePort", None)
 
 
 def for_create(wanted: Resource) -> Resource:

@@ -108,3 +108,47 @@ def test_health_check_port_taken_out_of_range_and_changed_are_422(
     ), res.stderr
     names = [s["metadata"]["name"] for s in http.get(SERVICES).json()["items"]]
     assert names == ["first"]
+
+
+def manifest(typ: str, policy: str | None = None) -> str:
+    spec: dict[str, object] = {"type": typ, "ports": [{"port": 80}]}
+    if policy:
+        spec["externalTrafficPolicy"] = policy
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "w"}, "spec": spec}
+    return json.dumps(body)
+
+
+def test_kubectl_apply_back_to_cluster_or_clusterip_drops_what_the_master_gave(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    """kubectl apply's three-way merge keeps fields the manifest never set: the API drops
+    the health check port and the node ports the master gave when the Service no longer
+    has them, as kube-apiserver does, instead of refusing the change."""
+
+    def spec() -> dict[str, object]:
+        out: dict[str, object] = http.get(f"{SERVICES}/w").json()["spec"]
+        return out
+
+    def kubectl_apply(text: str) -> None:
+        res = api.kubectl("apply", "-f", "-", input=text)
+        assert res.returncode == 0, res.stderr
+
+    kubectl_apply(manifest("LoadBalancer", "Local"))
+    given = {"spec": {"healthCheckNodePort": 30500, "ports": [{"port": 80, "nodePort": 30600}]}}
+    patched = api.kubectl("patch", "svc", "w", "-p", json.dumps(given))  # as the master does
+    assert patched.returncode == 0, patched.stderr
+    # a PUT that leaves the port out keeps it while the Service needs it
+    stored = http.get(f"{SERVICES}/w").json()
+    del stored["spec"]["healthCheckNodePort"]
+    http.put(f"{SERVICES}/w", json=stored).raise_for_status()
+    assert spec()["healthCheckNodePort"] == 30500
+    kubectl_apply(manifest("LoadBalancer", "Cluster"))
+    assert "healthCheckNodePort" not in spec()
+    kubectl_apply(manifest("ClusterIP"))
+    ports = http.get(f"{SERVICES}/w").json()["spec"]["ports"]
+    assert [p.get("nodePort") for p in ports] == [None]
+    # a value the user asks for on the wrong type is still refused
+    wrong = api.kubectl(
+        "patch", "svc", "w", "-p", json.dumps({"spec": {"healthCheckNodePort": 30501}})
+    )
+    assert wrong.returncode != 0 and "may only be set when" in wrong.stderr
