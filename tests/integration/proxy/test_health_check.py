@@ -333,3 +333,27 @@ def test_a_bad_healthz_address_is_one_sentence(tmp_path: Path, how: str) -> None
         "ADDR:PORT, not 'nowhere:99999'"
     )
     assert not (tmp_path / "state.db").exists(), "nothing was started"
+
+
+async def test_under_shiftnet_up_healthz_is_on_a_free_loopback_port_named_in_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shiftnet.cluster import ClusterConfig, LocalCluster, MasterComponent, StoreComponent
+    from shiftnet.proxy.component import ProxyComponent
+
+    monkeypatch.delenv("SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS", raising=False)
+    config = ClusterConfig(
+        state_dir=tmp_path, store_url=f"sqlite:///{tmp_path}/state.db", node_name="n1"
+    )
+    cluster = LocalCluster(config, components=[StoreComponent, MasterComponent, ProxyComponent])
+    await cluster.start()
+    try:
+        summary = cluster.component("proxy").summary()  # type: ignore[union-attr]
+        url = summary.split("healthz on ", 1)[1]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/healthz"), summary
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        assert port != 10256
+        status, _, _ = await until(lambda: get(port))
+        assert status == 200
+    finally:
+        await cluster.stop()
