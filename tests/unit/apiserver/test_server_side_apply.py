@@ -31,7 +31,14 @@ from shiftnet.apiserver.managed_fields import (
     record_update,
     updater,
 )
-from shiftnet.apiserver.ownership import forgiven_paths, synced_last_applied
+from shiftnet.apiserver.ownership import (
+    field_manager,
+    forgiven_paths,
+    manager_from_agent,
+    parse_force,
+    synced_last_applied,
+)
+from shiftnet.apiserver.status import StatusError
 from shiftnet.errors import FieldManagerConflict, InvalidPatch
 
 SVC = shape_for(Service)
@@ -463,3 +470,52 @@ def test_kubectl_rewrites_the_last_applied_annotation_an_object_has() -> None:
     assert merged["metadata"]["annotations"][LAST] != text  # argument untouched
     assert synced_last_applied(merged, config, "other") == (merged, frozenset())
     assert synced_last_applied(route("h"), config, "kubectl") == (route("h"), frozenset())
+
+
+# ---------------------------------------------------------------- request options
+
+
+@pytest.mark.parametrize(
+    ("agent", "manager"),
+    [
+        ("kubectl/v1.32.4 (linux/amd64) kubernetes/abc", "kubectl"),
+        ("OpenAPI-Generator/37.0.2/python", "OpenAPI-Generator"),
+        ("", ""),
+        ("a\tb/1", "ab"),
+        ("x" * 200, "x" * 128),
+    ],
+)
+def test_the_default_manager_is_the_user_agent_s_first_word(agent: str, manager: str) -> None:
+    assert manager_from_agent(agent) == manager
+    assert field_manager("UpdateOptions", None, agent, apply=False) == manager
+
+
+@pytest.mark.parametrize(
+    ("given", "apply", "message"),
+    [
+        (None, True, "fieldManager: Required value: is required for apply patch"),
+        ("", True, "fieldManager: Required value: is required for apply patch"),
+        ("x" * 129, False, "fieldManager: Too long: may not be more than 128 bytes"),
+        ("a\nb", True, 'fieldManager: Invalid value: "a\\nb": must only contain printable'),
+    ],
+)
+def test_a_bad_field_manager_is_a_422_naming_it(
+    given: str | None, apply: bool, message: str
+) -> None:
+    with pytest.raises(StatusError) as err:
+        field_manager("PatchOptions", given, "kubectl/1", apply=apply)
+    assert err.value.code == 422
+    assert err.value.message.startswith('PatchOptions.meta.k8s.io "" is invalid: ' + message)
+    assert err.value.details is not None
+    assert err.value.details["causes"][0]["field"] == "fieldManager"
+
+
+def test_force_is_a_boolean_for_apply_only() -> None:
+    assert parse_force(None, apply=True) is False
+    assert parse_force("true", apply=True) is True
+    assert parse_force("false", apply=True) is False
+    with pytest.raises(StatusError, match="must be a boolean"):
+        parse_force("yes", apply=True)
+    with pytest.raises(StatusError, match="force: Forbidden: may not be specified"):
+        parse_force("true", apply=False)
+    assert parse_force(None, apply=False) is False
