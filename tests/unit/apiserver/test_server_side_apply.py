@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.import_rules import check
 
 from shiftnet.api import Service
 from shiftnet.api.core import Pod
@@ -519,3 +521,13 @@ def test_force_is_a_boolean_for_apply_only() -> None:
     with pytest.raises(StatusError, match="force: Forbidden: may not be specified"):
         parse_force("true", apply=False)
     assert parse_force(None, apply=False) is False
+
+
+def test_the_merge_and_ownership_modules_do_no_io() -> None:
+    src = Path(__file__).resolve().parents[3] / "src"
+    modules = ("apply", "apply_shapes", "fieldsets", "managed_fields")
+    pure = [f"shiftnet.apiserver.{m}" for m in modules]
+    io = ["asyncio", "socket", "subprocess", "aiohttp", "httpx", "shiftnet.client"]
+    io += ["shiftnet.store", "shiftnet.informer", "shiftnet.apiserver.verbs"]
+    found = check(src, "shiftnet", pure, io)
+    assert [v for v in found if v.rule == "pure-imports-io"] == []
