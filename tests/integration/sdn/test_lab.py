@@ -13,6 +13,8 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +61,50 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _parent_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(") ", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+@contextlib.contextmanager
+def _reaping_our_children(handle: LabHandle | None) -> Iterator[None]:
+    """Reap, while ``lab down`` runs, the lab processes this test process started.
+
+    An agent restarted by a test is this process's child: once ``lab down`` stops it,
+    it stays a zombie until we wait for it, and ``lab down`` sees its group alive for
+    the whole grace period. Outside the tests that parent is a CLI process that has
+    exited, and init reaps the agent at once.
+    """
+    lab_json = handle.state_dir / "lab" / handle.prefix / "lab.json" if handle else None
+    ours = (
+        [p["pid"] for p in handle.state()["processes"] if _parent_of(p["pid"]) == os.getpid()]
+        if handle is not None and lab_json is not None and lab_json.exists()
+        else []
+    )
+    done = threading.Event()
+
+    def reap() -> None:
+        waiting = set(ours)
+        while waiting and not done.is_set():
+            for pid in list(waiting):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                        continue
+                waiting.discard(pid)
+            time.sleep(0.05)
+
+    reaper = threading.Thread(target=reap, name="lab-reaper", daemon=True)
+    reaper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reaper.join()
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     state_dir = tmp_path_factory.mktemp("lab")
@@ -96,7 +142,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
         pids = [p["pid"] for p in handle.state()["processes"]]
         yield handle
     finally:
-        shiftnet("--state-dir", str(state_dir), "lab", "down", "--prefix", prefix)
+        with _reaping_our_children(handle):
+            shiftnet("--state-dir", str(state_dir), "lab", "down", "--prefix", prefix)
         left = [n for n in netns.listnetns() if n.startswith(prefix)]
         if handle is not None:
             pids += (
