@@ -357,3 +357,24 @@ async def test_under_shiftnet_up_healthz_is_on_a_free_loopback_port_named_in_the
         assert status == 200
     finally:
         await cluster.stop()
+
+
+async def test_silent_and_slow_clients_are_closed_after_the_read_timeout(cluster) -> None:  # type: ignore[no-untyped-def]
+    """50 clients that connect and send nothing (or half a request head) cannot hold the
+    proxy's descriptors: each is closed after 5 s without an answer."""
+    _, pid, hc_port, _ = cluster
+    await until(lambda: get(hc_port))
+    probe = LeakProbe(pid, name="shiftnet proxy", rss_growth_kib=8 * 1024)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    clients = [await asyncio.open_connection("127.0.0.1", hc_port) for _ in range(50)]
+    for i, (_, writer) in enumerate(clients):
+        if i % 2:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: sl")  # never finished
+    answers = await asyncio.gather(*(asyncio.wait_for(r.read(), 10) for r, _ in clients))
+    assert answers == [b""] * 50  # closed, nothing said
+    assert 4.5 < loop.time() - started < 9
+    for _, writer in clients:
+        writer.close()
+    assert get(hc_port)[0] == 503  # still serving
+    await probe.settled()
