@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.test_up import UpProcess, demo_copy, through_router, up_env  # noqa: F401
+from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, through_router, up_env  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -111,6 +111,16 @@ def test_server_side_apply_on_a_running_cluster(
         forced = kubectl.apply(stolen, "--field-manager=other", "--force-conflicts")
         assert forced.returncode == 0, forced.stderr
         assert "pod=" in through_router(http_port, "other.example.com", "/taken")
+        # shiftnet get, as kubectl, shows the ownership records only when asked
+        shown = [
+            subprocess.run(
+                [str(SHIFTNET), "get", "route", "ssa", "-n", "mynamespace", "-o", "yaml", *flag],
+                env=env, capture_output=True, text=True, timeout=60, check=True,
+            ).stdout
+            for flag in ((), ("--show-managed-fields",))
+        ]  # fmt: skip
+        assert "managedFields" not in shown[0] and "host: other.example.com" in shown[0]
+        assert "manager: other" in shown[1], shown[1]
         os.killpg(up.proc.pid, signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.rest()
     finally:

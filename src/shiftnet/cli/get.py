@@ -33,6 +33,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
     p.add_argument("-o", "--output", choices=OUTPUTS, help="output format")
     p.add_argument(
+        "--show-managed-fields",
+        action="store_true",
+        help="with -o yaml|json: keep metadata.managedFields (hidden by default, as kubectl)",
+    )
+    p.add_argument(
         "-w", "--watch", action="store_true", help="after listing, print changes until Ctrl-C"
     )
     p.add_argument(
@@ -92,7 +97,7 @@ def print_results(
     if fmt in ("yaml", "json", "name"):
         single = bool(args.names) and len(args.names) == 1
         if everything or fmt != "name":
-            sys.stdout.write(render(everything, fmt, single))
+            sys.stdout.write(render(everything, fmt, single, args.show_managed_fields))
         if not everything and fmt == "name":
             _no_resources(namespace)
         return 0
