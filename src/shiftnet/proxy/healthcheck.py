@@ -142,7 +142,8 @@ class ServiceHealthServers:
     """kube-proxy's service health server: for every Service of ``type: LoadBalancer``
     with ``externalTrafficPolicy: Local``, a listener on each node address at its
     ``spec.healthCheckNodePort`` answering 200 while this node has a ready endpoint
-    of it, 503 otherwise.
+    of it, 503 otherwise (always 503 when ``serves_local_traffic`` is false: a mode
+    that does not open such a Service's outside addresses must not attract traffic).
 
     :meth:`mark` notes a changed Service (cheap, from the informer handlers);
     :meth:`sync` (the proxy's sync) recomputes only those, opens and closes
@@ -154,10 +155,13 @@ class ServiceHealthServers:
         node_name: str | None,
         proxy_healthy: Callable[[], bool],
         netns: str | None = None,
+        *,
+        serves_local_traffic: bool,
     ) -> None:
         self.addresses = addresses
         self.node_name = node_name
         self.netns = netns
+        self.serves_local_traffic = serves_local_traffic
         self._proxy_healthy = proxy_healthy
         self._dirty: set[Key] = set()
         self.targets: dict[Key, HealthCheckTarget] = {}
@@ -187,7 +191,12 @@ class ServiceHealthServers:
             if svc is None or not model.health_check_port(svc):
                 self.targets.pop(key, None)  # the endpoints of most Services are never read
                 continue
-            self.targets[key] = model.target(svc, get_endpoints(*key), self.node_name)
+            self.targets[key] = model.target(
+                svc,
+                get_endpoints(*key),
+                self.node_name,
+                serves_local_traffic=self.serves_local_traffic,
+            )
         await self._apply()
 
     async def _apply(self) -> None:

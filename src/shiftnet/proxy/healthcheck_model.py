@@ -8,6 +8,10 @@ kube-proxy serves two kinds of health check, and so does this proxy:
   with a ready endpoint of their own (the others would drop it);
 * the proxy's own ``/healthz`` and ``/livez``: 200 while its syncs keep up.
 
+A mode that cannot serve a Local Service's outside traffic at all (user-space: a
+relay loses the client's address, so its node port is never opened) reports no
+local endpoint, so no balancer sends this node traffic it would refuse.
+
 Bodies are JSON built by ``json.dumps`` only (never by formatting strings), so
 no name, however odd, can break them.
 """
@@ -56,12 +60,22 @@ def local_ready_endpoints(endpoints: Endpoints | None, node_name: str | None) ->
     return len(found)
 
 
-def target(svc: Service, endpoints: Endpoints | None, node_name: str | None) -> HealthCheckTarget:
+def target(
+    svc: Service,
+    endpoints: Endpoints | None,
+    node_name: str | None,
+    *,
+    serves_local_traffic: bool,
+) -> HealthCheckTarget:
+    """``serves_local_traffic``: whether this proxy's mode opens the Service's node port,
+    external IPs and LB addresses at all; when it does not, none of its endpoints is
+    reachable from outside through this node, so the count is 0 (503)."""
+    local = local_ready_endpoints(endpoints, node_name) if serves_local_traffic else 0
     return HealthCheckTarget(
         namespace=svc.metadata.namespace or "default",
         name=svc.metadata.name,
         port=health_check_port(svc),
-        local_endpoints=local_ready_endpoints(endpoints, node_name),
+        local_endpoints=local,
     )
 
 

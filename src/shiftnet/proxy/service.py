@@ -136,6 +136,8 @@ class ServiceProxy:
             self.config.node_name,
             self.health.healthy,
             netns=self.config.kernel.netns if self.kernel is not None else None,
+            # user-space refuses externalTrafficPolicy: Local (its node port stays closed)
+            serves_local_traffic=self.kernel is not None,
         )
         self.services.add_handler(self._on_event)
         self.endpoints.add_handler(self._on_event)

@@ -1,8 +1,10 @@
 """kube-proxy's health checks from a real ``shiftnet proxy`` process on a real store.
 
 A LoadBalancer Service with ``externalTrafficPolicy: Local`` is served on its
-``healthCheckNodePort`` (200 with a ready endpoint on this node, 503 without;
-kube-proxy's JSON body and headers); the port closes when the Service goes;
+``healthCheckNodePort`` with kube-proxy's JSON body and headers; user-space mode
+never opens such a Service's node port, so it answers 503 with no local endpoint
+even when this node runs one (the kernel modes count them:
+``test_kernel_health_check.py``); the port closes when the Service goes;
 the proxy's own ``/healthz`` and ``/livez``; thousands of short connections
 leave no descriptor behind; names written around the API never break the JSON.
 """
@@ -23,9 +25,9 @@ from typing import Any
 import pytest
 from tests.support.leaks import LeakProbe
 from tests.support.ports import free_port
-from tests.support.proxy_process import proxy_process, random_vip
+from tests.support.proxy_process import REPLY, ClosingBackend, proxy_process, random_vip
 
-from shiftnet.api import Endpoints, EndpointSlice, Service
+from shiftnet.api import Endpoints, Service
 from shiftnet.client import Client
 from shiftnet.errors import ShiftnetError
 from shiftnet.store import open_store
@@ -127,28 +129,40 @@ async def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
         await store.close()
 
 
-async def test_health_check_port_answers_200_with_a_local_endpoint_and_closes_with_the_service(
+async def test_user_space_answers_503_even_with_a_local_endpoint_and_closes_with_the_service(
     cluster,
 ) -> None:  # type: ignore[no-untyped-def]
+    """User-space refuses ``externalTrafficPolicy: Local`` (its node port is never opened),
+    so the health check reports what outside traffic gets here: no local endpoint."""
     client, _, hc_port, _ = cluster
     status, headers, body = await until(lambda: get(hc_port))
     assert status == 503
     assert headers["content-type"] == "application/json"
     assert headers["x-content-type-options"] == "nosniff"
-    assert json.loads(body) == {
+    refused = {
         "service": {"namespace": "default", "name": "web"},
         "localEndpoints": 0,
         "serviceProxyHealthy": True,
     }
-    # a ready endpoint on this node appears: 200, on any path, as kube-proxy
-    await replace(client, endpoints("web", [("127.0.0.2", "n2"), ("127.0.0.3", NODE)]))
-    status, _, body = await until(lambda: (r := get(hc_port, "/any/path"))[0] == 200 and r)
-    assert json.loads(body)["localEndpoints"] == 1
-    status, headers, body = get(hc_port, "/", method="HEAD")
-    assert status == 200 and body == b"" and headers["content-type"] == "application/json"
-    # it goes away: 503 again
-    await replace(client, endpoints("web", [("127.0.0.2", "n2")]))
-    await until(lambda: get(hc_port)[0] == 503)
+    assert json.loads(body) == refused
+    # a ready endpoint on this node appears, and the proxy relays its ClusterIP to it
+    backend = await ClosingBackend("127.0.0.3").start()
+    try:
+        await replace(client, endpoints("web", [("127.0.0.3", NODE)], port=backend.port))
+        svc = await client.get(Service, "default", "web")
+        vip, port = str(svc.spec.cluster_ip), svc.spec.ports[0].port
+        await until(lambda: relay_once(vip, port))
+        # ... yet every answer, on any path and method, stays 503 with no local endpoint
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.0
+        while loop.time() < deadline:
+            status, _, body = await asyncio.to_thread(get, hc_port, "/any/path")
+            assert (status, json.loads(body)) == (503, refused)
+            await asyncio.sleep(0.05)
+        status, headers, body = get(hc_port, "/", method="HEAD")
+        assert status == 503 and body == b"" and headers["content-type"] == "application/json"
+    finally:
+        await backend.stop()
     # the Service goes back to the Cluster policy: the port closes
     svc = await client.get(Service, "default", "web")
     svc.spec.external_traffic_policy = "Cluster"
@@ -163,6 +177,13 @@ async def test_health_check_port_answers_200_with_a_local_endpoint_and_closes_wi
     await until(lambda: get(hc_port)[0] == 503)
     await client.delete(Service, "default", "web")
     await until(lambda: closed(hc_port))
+
+
+def relay_once(vip: str, port: int) -> bool:
+    """One request through the Service's ClusterIP: True once it reaches the backend."""
+    with socket.create_connection((vip, port), 2) as conn:
+        conn.sendall(b"ping\n")
+        return conn.recv(16) == REPLY
 
 
 async def test_proxy_healthz_and_livez(cluster) -> None:  # type: ignore[no-untyped-def]
@@ -254,38 +275,6 @@ async def test_hostile_names_never_break_the_json(cluster) -> None:  # type: ign
             "localEndpoints": 0,
             "serviceProxyHealthy": True,
         }, body
-
-
-def slice_of(name: str, endpoints: list[dict[str, Any]]) -> EndpointSlice:
-    return EndpointSlice.model_validate(
-        {
-            "metadata": {
-                "name": f"{name}-abc",
-                "namespace": "default",
-                "labels": {"kubernetes.io/service-name": name},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "main", "port": 9, "protocol": "TCP"}],
-            "endpoints": endpoints,
-        }
-    )
-
-
-async def test_terminating_local_endpoints_do_not_count(cluster) -> None:  # type: ignore[no-untyped-def]
-    """A node whose only local pod is terminating answers 503 (the balancer drains it),
-    though its ClusterIP still falls back to that pod."""
-    client, _, hc_port, _ = cluster
-    going = {
-        "addresses": ["127.0.0.3"],
-        "nodeName": NODE,
-        "conditions": {"ready": False, "serving": True, "terminating": True},
-    }
-    ready = {"addresses": ["127.0.0.3"], "nodeName": NODE, "conditions": {"ready": True}}
-    await client.create(slice_of("web", [ready]))
-    await until(lambda: get(hc_port)[0] == 200)
-    await replace(client, slice_of("web", [going]))
-    _, _, body = await until(lambda: (r := get(hc_port))[0] == 503 and r)
-    assert json.loads(body)["localEndpoints"] == 0
 
 
 async def test_a_port_that_cannot_be_bound_is_logged_and_the_rest_served(

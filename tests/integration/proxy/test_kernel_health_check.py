@@ -1,6 +1,7 @@
 """Kernel modes serve kube-proxy's health check node ports too, inside the node's network
-namespace (``--netns``): 503 without a local ready endpoint, 200 with one, closed when the
-Service is deleted; never on the host's own loopback."""
+namespace (``--netns``): 503 without a local ready endpoint, 200 with one, 503 again when
+the local ones only terminate, closed when the Service is deleted; never on the host's own
+loopback."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from tests.support.proxy_netns import sh
 
-from shiftnet.api import Endpoints, Service
+from shiftnet.api import Endpoints, EndpointSlice, Service
 from shiftnet.client import Client
 from shiftnet.proxy import ProxyConfig, ServiceProxy
 from shiftnet.proxy.kernel import KernelConfig
@@ -93,6 +94,28 @@ def endpoints(addresses: list[tuple[str, str]]) -> Endpoints:
     )
 
 
+def terminating_slice(ip: str, node: str) -> EndpointSlice:
+    """An EndpointSlice (it wins over the Endpoints) whose one endpoint is going away."""
+    return EndpointSlice.model_validate(
+        {
+            "metadata": {
+                "name": "web-abc",
+                "namespace": "default",
+                "labels": {"kubernetes.io/service-name": "web"},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "main", "port": 8080, "protocol": "TCP"}],
+            "endpoints": [
+                {
+                    "addresses": [ip],
+                    "nodeName": node,
+                    "conditions": {"ready": False, "serving": True, "terminating": True},
+                }
+            ],
+        }
+    )
+
+
 @pytest.mark.parametrize("mode", ["nftables", "iptables"])
 async def test_kernel_mode_health_check_in_the_node_namespace(
     netns: str, mode: str, tmp_path: Path
@@ -131,6 +154,10 @@ async def test_kernel_mode_health_check_in_the_node_namespace(
         await client.update(fresh)
         _, body = await until(netns, 200)
         assert body["localEndpoints"] == 2
+        # its only local pod terminating (still serving): 503, the balancer drains the node
+        await client.create(terminating_slice("10.9.0.3", "n1"))
+        _, body = await until(netns, 503)
+        assert body["localEndpoints"] == 0
         await client.delete(Service, "default", "web")
         await until(netns, None)
     finally:

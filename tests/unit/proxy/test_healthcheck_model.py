@@ -51,6 +51,35 @@ def test_local_ready_endpoints_are_distinct_ip_ports_on_this_node() -> None:
     assert model.local_ready_endpoints(None, "n1") == 0
 
 
+def test_a_mode_that_does_not_serve_local_traffic_reports_no_local_endpoint() -> None:
+    """User-space never opens a Local Service's node port: its health check must not
+    draw a balancer's traffic to this node, however many endpoints the node runs."""
+    lb = svc(type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30100)
+    eps = Endpoints.model_validate(
+        {
+            "metadata": {"name": "web", "namespace": "ns"},
+            "subsets": [
+                {
+                    "addresses": [{"ip": "10.0.0.1", "nodeName": "n1"}],
+                    "ports": [{"name": "a", "port": 8080}],
+                }
+            ],
+        }
+    )
+    kernel = model.target(lb, eps, "n1", serves_local_traffic=True)
+    assert (kernel.port, kernel.local_endpoints) == (30100, 1)
+    assert model.service_answer(kernel, proxy_healthy=True)[0] == 200
+    relay = model.target(lb, eps, "n1", serves_local_traffic=False)
+    assert relay == model.HealthCheckTarget("ns", "web", 30100, 0)  # still served, on its port
+    status, body = model.service_answer(relay, proxy_healthy=True)
+    assert status == 503
+    assert json.loads(body) == {
+        "service": {"namespace": "ns", "name": "web"},
+        "localEndpoints": 0,
+        "serviceProxyHealthy": True,
+    }
+
+
 def test_service_answer_is_kube_proxys_json() -> None:
     t = model.HealthCheckTarget("ns", 'we"b', 30100, 2)
     status, body = model.service_answer(t, proxy_healthy=True)
