@@ -1,7 +1,8 @@
 """``shiftnet up`` (local mode): a LoadBalancer Service with ``externalTrafficPolicy: Local``
 gets a ``healthCheckNodePort`` from the master, the proxy answers kube-proxy's health check
-on it (200: this node runs the Service's pods), and closes it when the policy goes back to
-Cluster, which gives the port back."""
+on it, and closes it when the policy goes back to Cluster, which gives the port back. ``up``
+runs the proxy in user-space mode, which never opens such a Service's node port, so the
+answer is 503 with no local endpoint even though this node runs the Service's pods."""
 
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ def health(port: int) -> tuple[int, dict[str, object]]:
         return err.code, json.loads(err.read())
 
 
+def local_ready(endpoints: dict[str, object]) -> bool:
+    """Whether an Endpoints object has a ready address on node ``e2e``."""
+    subsets = endpoints.get("subsets") or []
+    return any(
+        a.get("nodeName") == "e2e"
+        for subset in subsets  # type: ignore[attr-defined]
+        for a in subset.get("addresses") or []
+    )
+
+
 def kubectl_json(env: dict[str, str], *args: str) -> dict[str, object]:
     got = subprocess.run(
         ["/usr/bin/kubectl", *args, "-o", "json"],
@@ -102,18 +113,38 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
             time.sleep(0.3)
         hc = spec.get("healthCheckNodePort")
         assert hc == first + 1, spec  # after the service port's node port, as upstream
+        # the node's hello pods are ready endpoints of the Service ...
+        deadline = time.monotonic() + 60
+        while not local_ready(
+            kubectl_json(kube_env, "get", "endpoints", "hello-local", "-n", "demo")
+        ):
+            assert time.monotonic() < deadline, "no ready endpoint on node e2e"
+            time.sleep(0.3)
+        # ... but user-space never opens a Local Service's node port, so its health check
+        # says no local endpoint (503), and keeps saying it
         deadline = time.monotonic() + 30
         while True:
             try:
                 status, body = health(int(hc))
-                if status == 200:
-                    break
+                break
             except OSError:
-                status, body = 0, {}
-            assert time.monotonic() < deadline, (status, body)
-            time.sleep(0.3)
-        assert body["service"] == {"namespace": "demo", "name": "hello-local"}
-        assert isinstance(body["localEndpoints"], int) and body["localEndpoints"] >= 1
+                assert time.monotonic() < deadline, "the health check port never answered"
+                time.sleep(0.3)
+        settled = time.monotonic() + 3  # the proxy syncs within 0.1 s of a change
+        while True:
+            assert status == 503, body
+            assert body == {
+                "service": {"namespace": "demo", "name": "hello-local"},
+                "localEndpoints": 0,
+                "serviceProxyHealthy": True,
+            }
+            if time.monotonic() > settled:
+                break
+            time.sleep(0.2)
+            status, body = health(int(hc))
+        node_port = spec["ports"][0]["nodePort"]  # type: ignore[index]
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", int(node_port))) != 0, "node port opened"
         # back to the Cluster policy: the port is given back and the proxy closes it
         apply(
             env, LOCAL_LB.replace("externalTrafficPolicy: Local", "externalTrafficPolicy: Cluster")
