@@ -29,6 +29,7 @@ from shiftnet.apiserver.bodies import (
     read_object,
 )
 from shiftnet.apiserver.config import APIServerConfig
+from shiftnet.apiserver.discovery_responses import discovery_response
 from shiftnet.apiserver.fanout import WatchFanout
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
@@ -154,10 +155,10 @@ class ResourceAPI:
     # ------------------------------------------------------------ discovery
 
     async def core(self, request: web.Request) -> web.Response:
-        return json_response(discovery.core_versions(self.server_address))
+        return discovery_response(request, "/api", discovery.core_versions(self.server_address))
 
     async def groups(self, request: web.Request) -> web.Response:
-        return json_response(discovery.group_list())
+        return discovery_response(request, "/apis", discovery.group_list())
 
     async def group(self, request: web.Request) -> web.Response:
         found = discovery.api_group(request.match_info["group"])
