@@ -130,8 +130,8 @@ async def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 async def test_user_space_answers_503_even_with_a_local_endpoint_and_closes_with_the_service(
-    cluster,
-) -> None:  # type: ignore[no-untyped-def]
+    cluster: Any,
+) -> None:
     """User-space refuses ``externalTrafficPolicy: Local`` (its node port is never opened),
     so the health check reports what outside traffic gets here: no local endpoint."""
     client, _, hc_port, _ = cluster
@@ -278,8 +278,8 @@ async def test_hostile_names_never_break_the_json(cluster) -> None:  # type: ign
 
 
 async def test_a_port_that_cannot_be_bound_is_logged_and_the_rest_served(
-    cluster, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    cluster: Any, tmp_path: Path
+) -> None:
     client, _, hc_port, _ = cluster
     with socket.socket() as squatter:  # another program holds this one
         squatter.bind(("127.0.0.1", 0))
