@@ -50,8 +50,10 @@ def build_app(
     app.router.add_get("/openapi/v2", api.openapi_v2)
     app.router.add_get("/openapi/v3", api.openapi_v3_index)
     app.router.add_get("/openapi/v3/{path:.+}", api.openapi_v3)
-    app.router.add_get("/api", api.core)
-    app.router.add_get("/apis", api.groups)
+    # the official clients ask for "/api/" and "/apis/", kubectl for "/api" and "/apis"
+    for slash in ("", "/"):
+        app.router.add_get("/api" + slash, api.core)
+        app.router.add_get("/apis" + slash, api.groups)
     app.router.add_get("/apis/{group}", api.group)
     app.router.add_route("*", "/api/{tail:.+}", api.resource)
     app.router.add_route("*", "/apis/{group}/{tail:.+}", api.resource)
