@@ -263,7 +263,7 @@ class KubeStore:
         return out
 
     async def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        res, calls = await self._calls(resource)
+        res = resource_for(resource)
         ns, name = key_of(obj)
         ns_or_none = self._namespace(res, ns)
         # Only metadata changes, so only it is copied: the rest is encoded as it is.
@@ -274,7 +274,10 @@ class KubeStore:
             self._call("create", res, ns_or_none, name),
             rest.send("POST", collection_path(res, ns_or_none), body),
         )
-        if not status_changed(created, obj) or not await self._has_status(res, calls):
+        if not status_changed(created, obj):
+            return created
+        _, calls = await self._calls(resource)
+        if not await self._has_status(res, calls):
             return created
         return await self._write_status(res, calls, created, obj)
 

@@ -15,6 +15,7 @@ other verbs still go through the generated calls (:mod:`kube_calls`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from urllib.parse import quote
 
@@ -26,8 +27,10 @@ from shiftnet.store.kube_resources import KubeResource
 AUTH = ["BearerToken"]  # the generated calls' auth_settings: every one names only this
 
 
+@functools.lru_cache(maxsize=4096)
 def collection_path(res: KubeResource, namespace: str | None) -> str:
-    """``/apis/route.openshift.io/v1/namespaces/web/routes``, ``/api/v1/nodes``."""
+    """``/apis/route.openshift.io/v1/namespaces/web/routes``, ``/api/v1/nodes`` (kept:
+    a component writes to a few namespaces many times)."""
     root = f"/apis/{res.group}/{res.version}" if res.group else f"/api/{res.version}"
     if res.namespaced and namespace is not None:
         return f"{root}/namespaces/{quote(namespace, safe='')}/{res.plural}"
