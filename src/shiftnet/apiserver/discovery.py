@@ -1,7 +1,8 @@
 """Discovery documents (``/version``, ``/api``, ``/apis``, one group version), pure.
 
-The unaggregated (v1) shapes: kubectl asks for aggregated discovery first and
-falls back to these when the answer is plain ``application/json``.
+The unaggregated (v1) shapes, which clients that do not ask for aggregated
+discovery read (the Python client); :mod:`aggregated_discovery` builds the
+aggregated form from the same resource table.
 """
 
 from __future__ import annotations
