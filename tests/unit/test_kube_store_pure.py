@@ -77,3 +77,17 @@ def test_status_answers_become_the_stores_errors() -> None:
     )
     broken = error_for(500, b"", CALL)
     assert str(broken).endswith("failed update routes.route.openshift.io shop/web: HTTP 500")
+
+
+def test_request_paths_name_group_version_scope_and_object() -> None:
+    from shiftnet.store.kube_rest import collection_path, object_path
+
+    routes, pods = resource_for("routes"), resource_for("pods")
+    nodes, subnets = resource_for("nodes"), resource_for("hostsubnets")
+    assert collection_path(routes, "web") == "/apis/route.openshift.io/v1/namespaces/web/routes"
+    assert collection_path(pods, "web") == "/api/v1/namespaces/web/pods"
+    assert object_path(nodes, None, "n1") == "/api/v1/nodes/n1"
+    # a cluster-scoped kind ignores a namespace it is given
+    assert object_path(subnets, "x", "n1") == "/apis/network.openshift.io/v1/hostsubnets/n1"
+    # every path segment is quoted, as the library quotes path parameters
+    assert object_path(pods, "a b", "c/d") == "/api/v1/namespaces/a%20b/pods/c%2Fd"
