@@ -70,7 +70,7 @@ def managed_slice(es: EndpointSlice) -> bool:
     return es.metadata.labels.get(MANAGED_BY_LABEL) == CONTROLLER_NAME
 
 
-def _ip_key(ip: str) -> tuple[int, bytes, str]:
+def ip_key(ip: str) -> tuple[int, bytes, str]:
     """Numeric order, IPv4 first (the C parser: ``ipaddress`` costs ~25 us an address)."""
     for version, family in ((4, socket.AF_INET), (6, socket.AF_INET6)):
         try:
@@ -80,8 +80,8 @@ def _ip_key(ip: str) -> tuple[int, bytes, str]:
     return (9, b"", ip)
 
 
-def _address_type(ip: str) -> str | None:
-    version = _ip_key(ip)[0]
+def address_type(ip: str) -> str | None:
+    version = ip_key(ip)[0]
     return "IPv4" if version == 4 else "IPv6" if version == 6 else None
 
 
@@ -110,7 +110,7 @@ def _endpoint(svc: Service, pod: Pod) -> Endpoint:
 
 def _endpoint_key(ep: Endpoint) -> tuple[tuple[int, bytes, str], str]:
     ref = ep.target_ref.name or "" if ep.target_ref else ""
-    return (_ip_key(ep.addresses[0] if ep.addresses else ""), ref)
+    return (ip_key(ep.addresses[0] if ep.addresses else ""), ref)
 
 
 def desired_groups(svc: Service, pods: Iterable[Pod]) -> dict[Group, list[Endpoint]]:
@@ -126,7 +126,7 @@ def desired_groups(svc: Service, pods: Iterable[Pod]) -> dict[Group, list[Endpoi
             continue
         if not selector.matches(pod.metadata.labels):
             continue
-        family = _address_type(pod.status.pod_ip or "")
+        family = address_type(pod.status.pod_ip or "")
         if family is None or (families and family not in families):
             continue
         ports: list[tuple[str, int, str]] = []
