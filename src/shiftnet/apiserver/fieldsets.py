@@ -174,8 +174,24 @@ def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     return ordered(root, ())
 
 
+def _well_formed(element: Any) -> bool:
+    """Whether a ``fieldsV1`` key is one this server can read back: a ``k:`` key is a
+    JSON object and a ``v:`` value JSON, as the merge and conflict messages parse them.
+    Stored managedFields come from clients too (an update may send any)."""
+    if not isinstance(element, str) or element[:2] not in ("f:", "k:", "v:", "i:"):
+        return False
+    if element[:2] in ("k:", "v:"):
+        try:
+            value = json.loads(element[2:])
+        except ValueError:
+            return False
+        return isinstance(value, dict) or element[:2] == "v:"
+    return True
+
+
 def from_fields_v1(tree: Any, at: Path = ()) -> FieldSet:
-    """The paths of a ``fieldsV1`` tree; anything that is not one reads as no paths."""
+    """The paths of a ``fieldsV1`` tree; anything that is not one, and any key that
+    is not well formed, reads as no paths."""
     if not isinstance(tree, dict):
         return frozenset()
     out: set[Path] = set()
@@ -184,7 +200,7 @@ def from_fields_v1(tree: Any, at: Path = ()) -> FieldSet:
             if at:
                 out.add(at)
             continue
-        if not isinstance(element, str) or element[:2] not in ("f:", "k:", "v:", "i:"):
+        if not _well_formed(element):
             continue
         path = (*at, element)
         if child == {}:

@@ -317,3 +317,23 @@ def test_apply_options_refused_as_upstream_refuses_them(kube: client.ApiClient) 
         )
     assert err.value.status == 415
     assert core.read_namespaced_service("web", "default").spec.ports[0].target_port == 8080
+
+
+def test_managed_fields_an_update_sent_with_keys_the_server_cannot_read(
+    kube: client.ApiClient,
+) -> None:
+    """An update may send any managedFields; an unreadable list key in them is dropped,
+    and a later apply by that manager still answers (it was a 500)."""
+    core = client.CoreV1Api(kube)
+    made = core.patch_namespaced_service(
+        "web", "default", service(8080), field_manager="deployer", _content_type=APPLY
+    )
+    body = kube.sanitize_for_serialization(made)
+    entry = body["metadata"]["managedFields"][0]
+    entry["fieldsV1"]["f:spec"]["f:ports"]["k:bad"] = {}
+    core.replace_namespaced_service("web", "default", body)
+    again = core.patch_namespaced_service(
+        "web", "default", service(8081), field_manager="deployer", _content_type=APPLY
+    )
+    assert again.spec.ports[0].target_port == 8081
+    assert ["k:bad" in json.dumps(e.fields_v1) for e in again.metadata.managed_fields] == [False]

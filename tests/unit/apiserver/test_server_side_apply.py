@@ -282,6 +282,31 @@ def test_remove_paths_takes_fields_items_and_values() -> None:
     }
 
 
+def test_malformed_keys_a_client_stored_in_managed_fields_read_as_no_paths() -> None:
+    """An update may store any managedFields; a key the merge or a conflict message
+    cannot parse must not reach them (it made a later apply a 500)."""
+    port = 'k:{"port":80,"protocol":"TCP"}'
+    stored = {
+        "f:spec": {
+            "f:ports": {"k:bad": {}, "k:80": {"f:port": {}}, port: {}},
+            "f:finalizers": {"v:{": {}, 'v:"x"': {}},
+        }
+    }
+    live = {
+        "metadata": {"managedFields": [{"manager": "a", "operation": "Apply", "fieldsV1": stored}]},
+        "spec": {"ports": [{"port": 80}, {"port": 81}]},
+    }
+    entries = decode(live["metadata"]["managedFields"])
+    kept = {("f:spec", "f:ports", port), ("f:spec", "f:finalizers", 'v:"x"')}
+    assert entries[A].paths == kept
+    gone = pruned(entries, A, frozenset())
+    assert remove_paths(live, gone, SVC)["spec"] == {"ports": [{"port": 81}]}
+    assert sorted(path_text(p) for p in gone) == [
+        '.spec.finalizers[="x"]',
+        '.spec.ports[port=80,protocol="TCP"]',
+    ]
+
+
 # ---------------------------------------------------------------- ownership
 
 HOST = ("f:spec", "f:host")
