@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -26,7 +25,7 @@ import pytest
 from tests.support.apiserver import APIServerProcess
 from tests.support.backends import backends
 from tests.support.cli import SHIFTNET
-from tests.support.ports import free_port
+from tests.support.ports import free_cluster_network, free_port
 from tests.support.router import kill_haproxy, request
 
 from shiftnet.sdn.pidfiles import process_start_time, read_record
@@ -143,7 +142,7 @@ spec:
 def test_a_node_with_only_a_kubeconfig_registers_and_runs_ready_pods(
     api: APIServerProcess, components: list[Component], tmp_path: Path
 ) -> None:
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = free_cluster_network()  # apart from other clusters' pods
     master_home = tmp_path / "master"
     components.append(
         Component(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.cli import SHIFTNET, Shiftnet
+from tests.support.ports import free_cluster_network
 
 from shiftnet.sdn.pidfiles import process_start_time, read_record
 
@@ -51,7 +51,7 @@ def wait_json(sn: Shiftnet, args: list[str], ok: object, timeout: float = 60) ->
 def cluster(tmp_path: Path) -> Iterator[tuple[Shiftnet, list[subprocess.Popen[str]]]]:
     home = tmp_path / "home"
     home.mkdir()
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = free_cluster_network()  # apart from other clusters' pods
     procs = [spawn(home, "master", "--cluster-network", net)]
     sn = Shiftnet(f"sqlite://{home}/state.db", home)
     try:

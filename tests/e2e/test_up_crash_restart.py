@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import http.client
 import os
-import random
 import signal
 import threading
 import time
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 from tests.e2e.test_up import UpProcess, haproxy_pids, pod_pids, through_router
-from tests.support.ports import free_port
+from tests.support.ports import free_cluster_network, free_port
 
 from shiftnet.store import open_store
 
@@ -166,7 +165,7 @@ def test_restart_after_sigkill_keeps_the_pod_ready_and_in_its_endpoints(tmp_path
     env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"  # never the host's 6443
     manifest = tmp_path / "crash.yaml"
     manifest.write_text(MANIFEST)
-    net = f"127.{random.randint(100, 199)}.0.0/16"  # apart from other tests' pods
+    net = free_cluster_network()  # apart from other clusters' pods
     args = ["up", "--node-name", "crash", "--cluster-network", net]
     first = UpProcess([*args, "-f", str(manifest)], cwd=tmp_path, env=env)
     second: UpProcess | None = None

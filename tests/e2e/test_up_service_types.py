@@ -5,7 +5,6 @@ user-space proxy listens on both, and ``kubectl get svc`` shows them."""
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, up_env  # noqa: F401
-from tests.support.ports import free_port
+from tests.support.ports import free_cluster_network, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -55,7 +54,7 @@ def test_load_balancer_service_on_the_local_pool_and_a_node_port(
     state, env = up_env
     node_port = free_port()
     env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{node_port}-{node_port}"  # a free high port
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = free_cluster_network()  # apart from other clusters' pods
     up = UpProcess(
         ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
         cwd=tmp_path,
