@@ -34,12 +34,13 @@ from collections.abc import Iterable
 from shiftnet.api import ClusterNetwork, Service
 from shiftnet.api.core import ObjectReference
 from shiftnet.client import Client
-from shiftnet.errors import AllocationError, Conflict, InvalidAllocation, NotFound
+from shiftnet.errors import AllocationError, InvalidAllocation
 from shiftnet.events.folding import named
 from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.ipam import AlreadyAllocated, IPRange, NotInRange, RangeFull
 from shiftnet.master import metrics
+from shiftnet.master.service_allocator import Key, ServiceAllocator
 from shiftnet.master.service_families import (
     FamilyPlan,
     ServiceNetworks,
@@ -47,15 +48,12 @@ from shiftnet.master.service_families import (
     plan_families,
     requested_ips,
 )
-from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
 
 ERROR_ANNOTATION = "shiftnet.io/cluster-ip-error"
 REQUESTED_ANNOTATION = "shiftnet.io/requested-cluster-ip"
 IMMUTABLE = "field is immutable"
-
-Key = tuple[str, str]
 
 
 def wants_cluster_ip(svc: Service) -> bool:
@@ -104,7 +102,7 @@ def _set_error(svc: Service, message: str | None, requested: str | None) -> None
             ann[k] = v
 
 
-class ClusterIPAllocator:
+class ClusterIPAllocator(ServiceAllocator):
     def __init__(
         self,
         client: Client,
@@ -117,18 +115,13 @@ class ClusterIPAllocator:
         """``secondary_network``: a second service network of the other family, which
         makes the cluster dual-stack (PreferDualStack and RequireDualStack get one
         ClusterIP of each family)."""
-        self.client = client
+        super().__init__(client, informers, workers=workers, name="clusterip")
         self.range = IPRange.for_services(service_network)
         self.secondary: IPRange | None = (
             IPRange.for_services(secondary_network) if secondary_network else None
         )
-        self.informer = informers.informer(Service)
-        self.informer.add_handler(self._on_event)
         self._held: dict[Key, tuple[tuple[str, ...], str | None]] = {}  # key -> (ips, uid)
         self._waiting: set[Key] = set()  # wait for an address to be released
-        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
-            self._sync, workers=workers, name="clusterip"
-        )
         self.allocations = 0
         self.errors = 0
         self.events: EventSink = DISCARD
@@ -283,26 +276,9 @@ class ClusterIPAllocator:
             self.range.free,
         )
 
-    async def start(self) -> None:
-        """Call after the informers synced: rebuild, then sync every Service."""
-        self.rebuild()
-        for s in self.informer.list():
-            self.queue.add(s.key)
-        await self.queue.start()
+    # ------------------------------------------------------------ release
 
-    async def stop(self) -> None:
-        await self.queue.stop()
-
-    # ------------------------------------------------------------ events
-
-    def _on_event(self, etype: str, old: Service | None, new: Service | None) -> None:
-        if etype == "DELETED" and old is not None:
-            self._release(old.key, old.metadata.uid)
-            return
-        if new is not None:
-            self.queue.add(new.key)
-
-    def _release(self, key: Key, uid: str | None) -> None:
+    def _release(self, key: Key, uid: str | None = None) -> None:
         held = self._held.get(key)
         self._waiting.discard(key)
         if held is None or (uid is not None and held[1] is not None and held[1] != uid):
@@ -401,68 +377,20 @@ class ClusterIPAllocator:
         _set_error(svc, previous if IMMUTABLE in previous and not taken else None, None)
         return svc, None
 
-    async def _sync(self, key: Key) -> None:
-        cached = self.informer.get(*key)
-        if cached is None:
-            return  # deleted; the DELETED event released its address
-        preview, err = self._decide(cached.model_copy(deep=True))
-        if preview.to_dict() == cached.to_dict():
-            return  # already right (the common case: the event of our own write)
-        # Write the decision over the cached version: one request when the cache
-        # is current; the store refuses it (Conflict) when it is not.
-        shown = ",".join(preview.spec.cluster_ips or []) or None
-        outcome: dict[str, str | None] = {"error": err, "ip": shown}
-        try:
-            await self.client.update(preview)
-            self._written(key, outcome)
-            return
-        except Conflict:
-            pass
-        except NotFound:
-            await self._gone(key)
-            return
-        outcome = {}
-
-        def fn(svc: Service) -> Service:
-            before = svc.to_dict()
-            svc, err = self._decide(svc)
-            outcome["error"] = err
-            outcome["ip"] = ",".join(svc.spec.cluster_ips or []) or None
-            outcome["changed"] = "yes" if svc.to_dict() != before else None
-            return svc
-
-        stored = await self.client.mutate(Service, key[0], key[1], fn)
-        if stored is None:
-            if "error" not in outcome or outcome["changed"]:
-                await self._gone(key)  # vanished under us: give back what we took
-            return
-        self._written(key, outcome)
-
-    def _written(self, key: Key, outcome: dict[str, str | None]) -> None:
+    def _written(self, key: Key, svc: Service, error: str | None) -> None:
         metrics.CLUSTER_IPS_ALLOCATED.set(self.range.used)
         metrics.CLUSTER_IPS_FREE.set(self.range.free)
-        if outcome["error"]:
+        if error:
             self.errors += 1
             metrics.CLUSTER_IP_ERRORS.inc()
-            self.events.warning(self._service(key), "ClusterIPNotAllocated", str(outcome["error"]))
-            log.warning(
-                "cluster IP not allocated service=%s/%s error=%s",
-                key[0],
-                key[1],
-                outcome["error"],
-            )
+            self.events.warning(self._service(key), "ClusterIPNotAllocated", error)
+            log.warning("cluster IP not allocated service=%s/%s error=%s", key[0], key[1], error)
         else:
-            log.info("cluster IP allocated service=%s/%s ip=%s", key[0], key[1], outcome["ip"])
+            shown = ",".join(svc.spec.cluster_ips or []) or None
+            log.info("cluster IP allocated service=%s/%s ip=%s", key[0], key[1], shown)
 
     def _service(self, key: Key) -> Service | ObjectReference:
         return self.informer.get(*key) or named(Service, *key)
-
-    async def _gone(self, key: Key) -> bool:
-        """After a write found nothing: release what the decision may have taken."""
-        if await self.client.try_get(Service, key[0], key[1]) is None:
-            self._release(key, None)
-            return True
-        return False
 
 
 async def check_service_request(client: Client, svc: Service) -> None:

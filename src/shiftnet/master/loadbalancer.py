@@ -28,16 +28,14 @@ import logging
 
 from shiftnet.api import Service
 from shiftnet.client import Client
-from shiftnet.errors import AllocationError, Conflict, NotFound
+from shiftnet.errors import AllocationError
 from shiftnet.informer import Informers
 from shiftnet.ipam import IPRange
-from shiftnet.master.workqueue import KeyedWorkQueue
+from shiftnet.master.service_allocator import Key, ServiceAllocator
 
 log = logging.getLogger(__name__)
 
 ERROR_ANNOTATION = "shiftnet.io/load-balancer-error"
-
-Key = tuple[str, str]
 
 
 def managed(svc: Service) -> bool:
@@ -49,18 +47,13 @@ def ingress_ips(svc: Service) -> list[str]:
     return [i["ip"] for i in svc.status.load_balancer.ingress if i.get("ip")]
 
 
-class LoadBalancerAllocator:
+class LoadBalancerAllocator(ServiceAllocator):
     def __init__(
         self, client: Client, informers: Informers, cidr: str | None, *, workers: int = 8
     ) -> None:
-        self.client = client
+        super().__init__(client, informers, workers=workers, name="loadbalancer")
         self.pool: IPRange | None = IPRange.for_services(cidr) if cidr else None
-        self.informer = informers.informer(Service)
-        self.informer.add_handler(self._on_event)
         self._held: dict[Key, str] = {}
-        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
-            self._sync, workers=workers, name="loadbalancer"
-        )
 
     def rebuild(self) -> None:
         """Take every address the stored Services hold; the oldest claim wins."""
@@ -80,22 +73,7 @@ class LoadBalancerAllocator:
             self.pool.used,
         )
 
-    async def start(self) -> None:
-        self.rebuild()
-        for s in self.informer.list():
-            self.queue.add(s.key)
-        await self.queue.start()
-
-    async def stop(self) -> None:
-        await self.queue.stop()
-
-    def _on_event(self, etype: str, old: Service | None, new: Service | None) -> None:
-        if etype == "DELETED" and old is not None:
-            self._release(old.key)
-        elif new is not None:
-            self.queue.add(new.key)
-
-    def _release(self, key: Key) -> None:
+    def _release(self, key: Key, uid: str | None = None) -> None:
         ip = self._held.pop(key, None)
         if ip is not None and self.pool is not None:
             self.pool.release(ip)
@@ -134,25 +112,9 @@ class LoadBalancerAllocator:
             annotations[ERROR_ANNOTATION] = error
         return svc, error
 
-    async def _sync(self, key: Key) -> None:
-        cached = self.informer.get(*key)
-        if cached is None:
-            return
-        preview, err = self._decide(cached.model_copy(deep=True))
-        if preview.to_dict() == cached.to_dict():
-            return
-        try:
-            await self.client.update(preview)
-        except Conflict:
-            stored = await self.client.mutate(Service, key[0], key[1], lambda s: self._decide(s)[0])
-            if stored is None:
-                self._release(key)
-                return
-        except NotFound:
-            self._release(key)
-            return
-        if err:
-            log.warning("load balancer address not allocated service=%s/%s error=%s", *key, err)
+    def _written(self, key: Key, svc: Service, error: str | None) -> None:
+        if error:
+            log.warning("load balancer address not allocated service=%s/%s error=%s", *key, error)
         else:
-            shown = ",".join(ingress_ips(preview)) or "none"
+            shown = ",".join(ingress_ips(svc)) or "none"
             log.info("load balancer address service=%s/%s ip=%s", key[0], key[1], shown)

@@ -35,12 +35,12 @@ from collections.abc import Iterable
 
 from shiftnet.api import Service, ServicePort
 from shiftnet.client import Client
-from shiftnet.errors import Conflict, InvalidAllocation, NotFound
+from shiftnet.errors import InvalidAllocation
 from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.ipam import SlotPool
+from shiftnet.master.service_allocator import Key, ServiceAllocator
 from shiftnet.master.service_ranges import DEFAULT_NODE_PORT_RANGE, PortRange
-from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +49,6 @@ ERROR_ANNOTATION = "shiftnet.io/node-port-error"
 NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
 HEALTH_CHECK = "healthCheckNodePort"  # the health check port's identity among a Service's ports
 HEALTH_CHECK_FIELD = "spec.healthCheckNodePort"
-
-Key = tuple[str, str]
 
 
 def wants_node_ports(svc: Service) -> bool:
@@ -199,7 +197,7 @@ class NodePortPool:
         self._slots.clear()
 
 
-class NodePortAllocator:
+class NodePortAllocator(ServiceAllocator):
     def __init__(
         self,
         client: Client,
@@ -208,18 +206,13 @@ class NodePortAllocator:
         *,
         workers: int = 8,
     ) -> None:
-        self.client = client
+        super().__init__(client, informers, workers=workers, name="nodeports")
         self.range = PortRange.parse(node_port_range)
         self.pool = NodePortPool(self.range)
-        self.informer = informers.informer(Service)
-        self.informer.add_handler(self._on_event)
         self._held: dict[Key, dict[str, int]] = {}  # service -> port identity -> node port
         # Ports a Service asked for that were taken: still what it asks for after the
         # refused value is cleared, so it is never given another port instead.
         self._refused: dict[Key, dict[str, int]] = {}
-        self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
-            self._sync, workers=workers, name="nodeports"
-        )
         self.allocations = 0
         self.errors = 0
         self.events: EventSink = DISCARD
@@ -290,26 +283,9 @@ class NodePortAllocator:
             self.pool.free,
         )
 
-    async def start(self) -> None:
-        """Call after the informers synced: rebuild, then sync every Service."""
-        self.rebuild()
-        for s in self.informer.list():
-            self.queue.add(s.key)
-        await self.queue.start()
+    # ------------------------------------------------------------ release
 
-    async def stop(self) -> None:
-        await self.queue.stop()
-
-    # ------------------------------------------------------------ events
-
-    def _on_event(self, etype: str, old: Service | None, new: Service | None) -> None:
-        if etype == "DELETED" and old is not None:
-            self._release(old.key)
-            return
-        if new is not None:
-            self.queue.add(new.key)
-
-    def _release(self, key: Key) -> None:
+    def _release(self, key: Key, uid: str | None = None) -> None:
         self._refused.pop(key, None)
         held = self._held.pop(key, {})
         for port in set(held.values()):
@@ -421,35 +397,6 @@ class NodePortAllocator:
         if self.range.contains(want):
             return health_check_taken(svc, want)
         return health_check_out_of_range(svc, want, self.range)
-
-    async def _sync(self, key: Key) -> None:
-        cached = self.informer.get(*key)
-        if cached is None:
-            return  # deleted; the DELETED event released its ports
-        preview, err = self._decide(cached.model_copy(deep=True))
-        if preview.to_dict() == cached.to_dict():
-            return
-        try:
-            await self.client.update(preview)
-            self._written(key, preview, err)
-            return
-        except Conflict:
-            pass
-        except NotFound:
-            self._release(key)
-            return
-        outcome: dict[str, str | None] = {}
-
-        def fn(svc: Service) -> Service:
-            svc, outcome["error"] = self._decide(svc)
-            return svc
-
-        stored = await self.client.mutate(Service, key[0], key[1], fn)
-        if stored is None:
-            if await self.client.try_get(Service, key[0], key[1]) is None:
-                self._release(key)
-            return
-        self._written(key, stored, outcome.get("error"))
 
     def _written(self, key: Key, svc: Service, error: str | None) -> None:
         if error:
