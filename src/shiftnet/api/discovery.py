@@ -16,6 +16,8 @@ from shiftnet.api.core import ObjectReference
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+# managed-by of the slices copied from Endpoints a user wrote (Services without a selector)
+MIRRORING_CONTROLLER = "endpointslicemirroring-controller.k8s.io"
 ADDRESS_TYPES = ("IPv4", "IPv6", "FQDN")
 
 
