@@ -20,7 +20,7 @@ changes nothing leaves the entries, and the object, as they were.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,11 @@ class Owned:
 
 
 Entries = Mapping[Owner, Owned]
+
+# The hook the verbs call on every write (:mod:`shiftnet.apiserver.ownership` makes
+# them): given the stored object (None on create), the object about to be written and
+# the managedFields the request sent, the managedFields to store (None: none).
+Ownership = Callable[[dict[str, Any] | None, dict[str, Any], Any], list[dict[str, Any]] | None]
 
 
 def applier(manager: str) -> Owner:

@@ -1,6 +1,6 @@
 """The managedFields a write stores: which manager, and the hook the verbs call.
 
-The verbs call an :data:`~shiftnet.apiserver.verbs.Ownership` hook with the
+The verbs call an :data:`~shiftnet.apiserver.managed_fields.Ownership` hook with the
 object before and after, right before they write, so the entries describe
 exactly what is stored (defaults filled, controller fields kept). A write
 through the API that does not apply (create, update, patch) is an
@@ -28,6 +28,7 @@ from shiftnet.apiserver.managed_fields import (
     Entries,
     Owned,
     Owner,
+    Ownership,
     decode,
     encode,
     record_apply,
@@ -37,7 +38,6 @@ from shiftnet.apiserver.managed_fields import (
 from shiftnet.apiserver.patch import json_equal
 from shiftnet.apiserver.resources import ResourceInfo
 from shiftnet.apiserver.status import CAUSE_REASON, StatusError
-from shiftnet.apiserver.verbs import Ownership
 from shiftnet.errors import InvalidPatch
 
 MAX_MANAGER = 128

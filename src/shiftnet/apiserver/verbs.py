@@ -32,6 +32,7 @@ from shiftnet.api.validation import update_errors as update_field_errors
 from shiftnet.api.validation import warnings as object_warnings
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, drop_unknown
+from shiftnet.apiserver.managed_fields import Ownership as Ownership  # handlers use it
 from shiftnet.apiserver.namespaces import NamespaceLifecycle
 from shiftnet.apiserver.paging import decode_token, page
 from shiftnet.apiserver.resources import ResourceInfo
@@ -65,11 +66,6 @@ T = TypeVar("T")
 PATCH_ATTEMPTS = 10
 GENERATE_ATTEMPTS = 5
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's: no vowels, no look-alikes
-
-# Field ownership of a write (:mod:`shiftnet.apiserver.ownership`): given the stored
-# object (None on create), the object about to be written and the managedFields the
-# request sent, the managedFields to store (None: none).
-Ownership = Callable[[dict[str, Any] | None, dict[str, Any], Any], list[dict[str, Any]] | None]
 
 
 def _owned(body: dict[str, Any], entries: list[dict[str, Any]] | None) -> None:

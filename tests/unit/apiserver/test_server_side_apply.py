@@ -550,7 +550,7 @@ def test_force_is_a_boolean_for_apply_only() -> None:
 
 def test_the_merge_and_ownership_modules_do_no_io() -> None:
     src = Path(__file__).resolve().parents[3] / "src"
-    modules = ("apply", "apply_shapes", "fieldsets", "managed_fields")
+    modules = ("apply", "apply_shapes", "fieldsets", "managed_fields", "ownership")
     pure = [f"shiftnet.apiserver.{m}" for m in modules]
     io = ["asyncio", "socket", "subprocess", "aiohttp", "httpx", "shiftnet.client"]
     io += ["shiftnet.store", "shiftnet.informer", "shiftnet.apiserver.verbs"]
