@@ -57,3 +57,13 @@ def test_an_expectation_never_met_expires() -> None:
     assert t.stale(KEY, {})
     clock.now += 2.0
     assert not t.stale(KEY, {})
+
+
+def test_own_writes_does_no_io() -> None:
+    from pathlib import Path
+
+    from tests.support.import_rules import check
+    from tests.unit.test_import_rules import IO_MODULES
+
+    src = Path(__file__).resolve().parents[3] / "src"
+    assert check(src, "shiftnet", ["shiftnet.master.own_writes"], [*IO_MODULES, "time"]) == []

@@ -113,3 +113,14 @@ def test_http_framing() -> None:
     )
     for bad in (b"\x00" * 10, b"GET /\r\n\r\n", b"G\xffT / HTTP/1.1\r\n\r\n", b"GET / SPDY\r\n"):
         assert model.request_line(bad) is None
+
+
+def test_the_health_check_model_does_no_io() -> None:
+    from pathlib import Path
+
+    from tests.support.import_rules import check
+    from tests.unit.test_import_rules import IO_MODULES
+
+    src = Path(__file__).resolve().parents[3] / "src"
+    io = [*IO_MODULES, "shiftnet.proxy.healthcheck"]
+    assert check(src, "shiftnet", ["shiftnet.proxy.healthcheck_model"], io) == []
