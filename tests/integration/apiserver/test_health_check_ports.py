@@ -5,8 +5,6 @@ check), out of the recorded range, or changed while held."""
 from __future__ import annotations
 
 import json
-import ssl
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -15,18 +13,6 @@ from tests.support.apiserver import APIServerProcess
 pytestmark = pytest.mark.integration
 
 SERVICES = "/api/v1/namespaces/default/services"
-
-
-@pytest.fixture
-def http(api: APIServerProcess) -> Iterator[httpx.Client]:
-    ctx = ssl.create_default_context(cafile=api.ca)
-    with httpx.Client(
-        base_url=api.url,
-        verify=ctx,
-        timeout=30,
-        headers={"Authorization": f"Bearer {api.token}"},
-    ) as client:
-        yield client
 
 
 def local_lb(name: str, hc: int | None = None, node_port: int | None = None) -> dict[str, object]:

@@ -7,7 +7,6 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -28,18 +27,6 @@ def route(name: str, **spec: object) -> dict[str, object]:
         "metadata": {"name": name},
         "spec": {"host": f"{name}.example.com", "to": {"kind": "Service", "name": "s"}, **spec},
     }
-
-
-@pytest.fixture
-def http(api: APIServerProcess) -> Iterator[httpx.Client]:
-    ctx = ssl.create_default_context(cafile=api.ca)
-    with httpx.Client(
-        base_url=api.url,
-        verify=ctx,
-        timeout=30,
-        headers={"Authorization": f"Bearer {api.token}"},
-    ) as client:
-        yield client
 
 
 def revision(api: APIServerProcess) -> int:

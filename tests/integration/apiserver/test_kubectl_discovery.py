@@ -4,8 +4,6 @@ and the official Python client, which still reads the unaggregated documents."""
 from __future__ import annotations
 
 import re
-import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -84,14 +82,6 @@ def _rows_from_unaggregated(http: httpx.Client) -> set[tuple[str, ...]]:
                 )
             )
     return rows
-
-
-@pytest.fixture
-def http(api: APIServerProcess) -> Iterator[httpx.Client]:
-    ctx = ssl.create_default_context(cafile=api.ca)
-    headers = {"Authorization": f"Bearer {api.token}"}
-    with httpx.Client(base_url=api.url, verify=ctx, timeout=30, headers=headers) as c:
-        yield c
 
 
 def test_api_resources_prints_what_the_unaggregated_documents_say(

@@ -4,8 +4,6 @@ words, before anything is written (the range is the one the master recorded)."""
 from __future__ import annotations
 
 import json
-import ssl
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -14,18 +12,6 @@ from tests.support.apiserver import APIServerProcess
 pytestmark = pytest.mark.integration
 
 SERVICES = "/api/v1/namespaces/default/services"
-
-
-@pytest.fixture
-def http(api: APIServerProcess) -> Iterator[httpx.Client]:
-    ctx = ssl.create_default_context(cafile=api.ca)
-    with httpx.Client(
-        base_url=api.url,
-        verify=ctx,
-        timeout=30,
-        headers={"Authorization": f"Bearer {api.token}"},
-    ) as client:
-        yield client
 
 
 def node_port_service(name: str, node_port: int | None) -> dict[str, object]:

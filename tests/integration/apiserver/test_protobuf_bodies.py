@@ -9,7 +9,6 @@ really used; the objects are then read back with ``kubectl get``.
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,15 +62,6 @@ def rec(api: APIServerProcess, tmp_path: Path) -> Iterator[Recorded]:
         yield recorded
     finally:
         recorded.recorder.stop()
-
-
-@pytest.fixture
-def http(api: APIServerProcess) -> Iterator[httpx.Client]:
-    ctx = ssl.create_default_context(cafile=api.ca)
-    with httpx.Client(
-        base_url=api.url, verify=ctx, timeout=30, headers={"Authorization": f"Bearer {api.token}"}
-    ) as client:
-        yield client
 
 
 def get_yaml(api: APIServerProcess, *args: str) -> Any:
