@@ -169,9 +169,17 @@ def describe_service(svc: Service, endpoints: Endpoints | None, now: dt.datetime
     sel = svc.spec.selector
     b.add("Selector", ",".join(f"{k}={v}" for k, v in sorted(sel.items())) if sel else "<none>")
     b.add("Type", svc.spec.type)
+    if svc.spec.ip_family_policy:
+        b.add("IP Family Policy", svc.spec.ip_family_policy)
+    b.add("IP Families", ",".join(svc.spec.ip_families or []) or "<none>")
     b.add("IP", or_none(svc.spec.cluster_ip))
+    b.add("IPs", ",".join(svc.spec.effective_cluster_ips) or "<none>")
     if svc.spec.external_ips:
         b.add("External IPs", ",".join(svc.spec.external_ips))
+    if svc.spec.load_balancer_ip:
+        b.add("Desired LoadBalancer IP", svc.spec.load_balancer_ip)
+    if svc.status.load_balancer.ingress:
+        b.add("LoadBalancer Ingress", load_balancer_ingress(svc))
     if svc.spec.external_name:
         b.add("External Name", svc.spec.external_name)
     for p in svc.spec.ports:
@@ -185,7 +193,24 @@ def describe_service(svc: Service, endpoints: Endpoints | None, now: dt.datetime
     b.add("Session Affinity", svc.spec.session_affinity)
     if svc.spec.session_affinity == "ClientIP":
         b.add("Affinity Timeout", f"{svc.spec.affinity_timeout}s")
+    if svc.spec.external_traffic_policy:
+        b.add("External Traffic Policy", svc.spec.external_traffic_policy)
+    if svc.spec.internal_traffic_policy:
+        b.add("Internal Traffic Policy", svc.spec.internal_traffic_policy)
+    if svc.spec.health_check_node_port:
+        b.add("HealthCheck NodePort", str(svc.spec.health_check_node_port))
     return b.lines()
+
+
+def load_balancer_ingress(svc: Service) -> str:
+    """As kubectl shows ``status.loadBalancer.ingress``: each point's IP (else its
+    hostname), with its ``ipMode`` when the balancer says it."""
+    points = []
+    for point in svc.status.load_balancer.ingress:
+        shown = point.get("ip") or point.get("hostname") or ""
+        mode = point.get("ipMode")
+        points.append(f"{shown} ({mode})" if mode else shown)
+    return ", ".join(points)
 
 
 def _service_port_endpoints(endpoints: Endpoints | None, port_name: str | None) -> str:
