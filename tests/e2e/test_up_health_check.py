@@ -85,6 +85,16 @@ def apply(env: dict[str, str], manifest: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def described_rows(env: dict[str, str], *args: str) -> dict[str, str]:
+    """``shiftnet describe`` run as a user would, its ``Label: value`` lines as a mapping."""
+    done = subprocess.run(
+        [str(SHIFTNET), "describe", *args], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    rows = (line.split(":", 1) for line in done.stdout.splitlines() if ":" in line)
+    return {label: value.strip() for label, value in rows if not label.startswith(" ")}
+
+
 def test_local_load_balancer_health_check_allocated_served_and_released(
     demo_copy: Path,  # noqa: F811
     up_env: tuple[Path, dict[str, str]],  # noqa: F811
@@ -113,6 +123,10 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
             time.sleep(0.3)
         hc = spec.get("healthCheckNodePort")
         assert hc == first + 1, spec  # after the service port's node port, as upstream
+        described = described_rows(env, "svc", "hello-local", "-n", "demo")
+        assert described["Type"] == "LoadBalancer"
+        assert described["External Traffic Policy"] == "Local"
+        assert described["HealthCheck NodePort"] == str(hc)
         # the node's hello pods are ready endpoints of the Service ...
         deadline = time.monotonic() + 60
         while not local_ready(
@@ -159,6 +173,9 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
             time.sleep(0.3)
         svc = kubectl_json(kube_env, "get", "svc", "hello-local", "-n", "demo")
         assert "healthCheckNodePort" not in svc["spec"]  # type: ignore[operator]
+        described = described_rows(env, "svc", "hello-local", "-n", "demo")
+        assert described["External Traffic Policy"] == "Cluster"
+        assert "HealthCheck NodePort" not in described
         os.killpg(up.proc.pid, signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.rest()
     finally:
