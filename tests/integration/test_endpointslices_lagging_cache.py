@@ -10,16 +10,15 @@ its cache shows its own writes.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
-from tests.support.lagging_store import WatchLag
+from tests.support.lagging_store import lagging_controller
 from tests.support.master import eventually, pod, service
 
 from shiftnet.api import EndpointSlice
 from shiftnet.client import Client
-from shiftnet.informer import Informers
 from shiftnet.master.endpointslices import EndpointSliceController
-from shiftnet.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -28,14 +27,16 @@ PORTS = [{"name": "http", "port": 80, "targetPort": "web"}]
 LAG = 0.2  # seconds each slice event waits before the cache sees it
 
 
-async def test_split_holds_when_the_slice_cache_lags(tmp_path) -> None:
+async def test_split_holds_when_the_slice_cache_lags(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/state.db"
-    store, writes = open_store(url), open_store(url)
-    informers = Informers(WatchLag(store, "endpointslices", LAG))  # type: ignore[arg-type]
-    controller = EndpointSliceController(Client(writes), informers)
-    client = Client(writes)
-    await informers.start()
-    await controller.start()
+    async with lagging_controller(url, "endpointslices", LAG, EndpointSliceController) as (
+        client,
+        controller,
+    ):
+        await split_holds(client, controller)
+
+
+async def split_holds(client: Client, controller: EndpointSliceController) -> None:
     seen_twice: set[str] = set()
 
     async def watch_for_duplicates() -> None:
@@ -64,7 +65,3 @@ async def test_split_holds_when_the_slice_cache_lags(tmp_path) -> None:
         assert sorted(len(s.endpoints) for s in found) == [30, 100]
     finally:
         watcher.cancel()
-        await controller.stop()
-        await informers.stop()
-        await store.close()
-        await writes.close()

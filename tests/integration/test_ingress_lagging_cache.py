@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from pathlib import Path
 
 import pytest
-from tests.support.lagging_store import WatchLag
+from tests.support.lagging_store import lagging_controller
 from tests.support.master import eventually, service
 
 from shiftnet.api import Ingress, Route, parse_object
 from shiftnet.client import Client
-from shiftnet.informer import Informers
 from shiftnet.master.ingress import IngressToRouteController
-from shiftnet.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -56,14 +55,16 @@ def shop(paths: int) -> Ingress:
     return obj
 
 
-async def test_one_route_per_path_when_the_route_cache_lags(tmp_path) -> None:
+async def test_one_route_per_path_when_the_route_cache_lags(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/state.db"
-    store, writes = open_store(url), open_store(url)
-    informers = Informers(WatchLag(store, "routes", LAG))  # type: ignore[arg-type]
-    controller = IngressToRouteController(Client(writes), informers)
-    client = Client(writes)
-    await informers.start()
-    await controller.start()
+    async with lagging_controller(url, "routes", LAG, IngressToRouteController) as (
+        client,
+        controller,
+    ):
+        await one_route_per_path(client, controller)
+
+
+async def one_route_per_path(client: Client, controller: IngressToRouteController) -> None:
     seen_twice: set[str] = set()
 
     async def watch_for_duplicates() -> None:
@@ -92,7 +93,3 @@ async def test_one_route_per_path_when_the_route_cache_lags(tmp_path) -> None:
         assert sorted(r.spec.path for r in found) == sorted(f"/p{i}" for i in range(PATHS))
     finally:
         watcher.cancel()
-        await controller.stop()
-        await informers.stop()
-        await store.close()
-        await writes.close()

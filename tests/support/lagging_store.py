@@ -8,9 +8,13 @@ succeeded. Everything else goes straight to the real store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol, TypeVar
 
+from shiftnet.client import Client
+from shiftnet.informer import Informers
+from shiftnet.store import open_store
 from shiftnet.store.base import Store, WatchEvent
 
 
@@ -30,3 +34,31 @@ class WatchLag:
             if resource == self._resource:
                 await asyncio.sleep(self._lag)
             yield ev
+
+
+class Controller(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+C = TypeVar("C", bound=Controller)
+
+
+@asynccontextmanager
+async def lagging_controller(
+    url: str, resource: str, lag: float, make: Callable[[Client, Informers], C]
+) -> AsyncIterator[tuple[Client, C]]:
+    """A controller whose informers watch ``resource`` through :class:`WatchLag`, writing
+    straight to the store; and a client of that store. All stopped and closed after."""
+    store, writes = open_store(url), open_store(url)
+    informers = Informers(WatchLag(store, resource, lag))
+    controller = make(Client(writes), informers)
+    try:
+        await informers.start()
+        await controller.start()
+        yield Client(writes), controller
+    finally:
+        await controller.stop()
+        await informers.stop()
+        await store.close()
+        await writes.close()
