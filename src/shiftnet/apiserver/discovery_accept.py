@@ -2,7 +2,7 @@
 
 kubectl sends one ``Accept`` naming aggregated v2, then v2beta1, then plain
 JSON; a client that names neither aggregated form (the Python client, curl)
-gets the unaggregated documents it has always had. ``If-None-Match`` lets a
+gets the unaggregated documents. ``If-None-Match`` lets a
 client with a cached aggregated document skip the body when nothing changed.
 """
 
@@ -58,8 +58,8 @@ def negotiate(accept: str) -> AggregatedVersion | None:
     """The aggregated version to answer with, or None for the unaggregated form.
 
     The acceptable range with the highest ``q`` wins, the first of equal ones; a
-    header that accepts nothing the server writes gets the unaggregated form, as
-    every discovery answer did before aggregation."""
+    header that accepts nothing the server writes gets the unaggregated form, which
+    every client can read."""
     best: tuple[AggregatedVersion | None, float] | None = None
     for media_range in accept.split(","):
         choice = _choice(media_range)
