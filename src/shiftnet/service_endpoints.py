@@ -2,9 +2,11 @@
 
 A Service that has slices is read from them (joined by the pure
 :func:`shiftnet.api.slice_view.endpoints_from_slices`); one that has none is
-read from its Endpoints object. That keeps Endpoints a user writes for a
-Service without a selector working, as Kubernetes' mirroring controller
-turns them into slices, and costs nothing when the master writes both.
+read from its Endpoints object. Slices the mirroring controller copied from
+an Endpoints (``managed-by: endpointslicemirroring-controller.k8s.io``) count
+as none: the Endpoints they copy is read instead, so a user-written Endpoints
+serves the same before, while and after its slices are written (several
+slices appear one by one), beyond the 1000 addresses a subset they hold.
 
 Components ask :meth:`ServiceEndpoints.get` in place of the Endpoints
 informer and register their handler here: it is called with the Service's
@@ -19,12 +21,20 @@ import logging
 
 from shiftnet.api import Endpoints, EndpointSlice
 from shiftnet.api.base import ObjectMeta
+from shiftnet.api.discovery import MANAGED_BY_LABEL, MIRRORING_CONTROLLER
 from shiftnet.api.slice_view import endpoints_from_slices
 from shiftnet.informer import Handler, Informer, Informers
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+
+
+def _read(es: EndpointSlice | None) -> EndpointSlice | None:
+    """``es``, or None when it only mirrors an Endpoints (that one is read)."""
+    if es is None or es.metadata.labels.get(MANAGED_BY_LABEL) == MIRRORING_CONTROLLER:
+        return None
+    return es
 
 
 class ServiceEndpoints:
@@ -88,6 +98,7 @@ class ServiceEndpoints:
     async def _on_slice(
         self, etype: str, old: EndpointSlice | None, new: EndpointSlice | None
     ) -> None:
+        old, new = _read(old), _read(new)
         touched: set[Key] = set()
         if old is not None and old.service_name:
             key = (old.namespace or "", old.service_name)

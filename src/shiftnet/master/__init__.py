@@ -7,6 +7,8 @@
 * :class:`~shiftnet.master.loadbalancer.LoadBalancerAllocator` (``status.loadBalancer``),
 * :class:`~shiftnet.master.endpoints.EndpointsController` (Endpoints),
 * :class:`~shiftnet.master.endpointslices.EndpointSliceController` (EndpointSlices),
+* :class:`~shiftnet.master.endpointslice_mirroring.EndpointSliceMirroringController`
+  (EndpointSlices of user-written Endpoints),
 * :class:`~shiftnet.master.ingress.IngressToRouteController` (Routes of Ingresses),
 * :class:`~shiftnet.master.subnets.SubnetAllocator` (ClusterNetwork, HostSubnets),
 * :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional),
@@ -29,6 +31,7 @@ from shiftnet.informer import Informers
 from shiftnet.master.clusterip import ClusterIPAllocator, check_service_request
 from shiftnet.master.config import MasterConfig
 from shiftnet.master.endpoints import EndpointsController
+from shiftnet.master.endpointslice_mirroring import EndpointSliceMirroringController
 from shiftnet.master.endpointslices import EndpointSliceController
 from shiftnet.master.ingress import IngressToRouteController
 from shiftnet.master.loadbalancer import LoadBalancerAllocator
@@ -82,6 +85,10 @@ class Master:
         )
         self.endpoints = EndpointsController(self.client, self.informers)
         self.endpoint_slices = EndpointSliceController(self.client, self.informers)
+        self.endpoint_slice_mirroring = EndpointSliceMirroringController(
+            self.client, self.informers
+        )
+        self.endpoint_slice_mirroring.events = self.events
         self.ingress_routes = IngressToRouteController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
         for allocator in (self.subnets, self.cluster_ips, self.node_ports):
@@ -105,6 +112,7 @@ class Master:
         await self.load_balancers.start()
         await self.endpoints.start()
         await self.endpoint_slices.start()
+        await self.endpoint_slice_mirroring.start()
         await self.ingress_routes.start()
         if self.scheduler is not None:
             await self.scheduler.start()
@@ -158,6 +166,7 @@ class Master:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await self.ingress_routes.stop()
+        await self.endpoint_slice_mirroring.stop()
         await self.endpoint_slices.stop()
         await self.endpoints.stop()
         await self.node_ports.stop()

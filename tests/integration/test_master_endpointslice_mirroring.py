@@ -1,0 +1,247 @@
+"""EndpointSlice mirroring on real stores: user Endpoints become slices; readers unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.support.master import eventually, running_master, service
+from tests.support.stores import etcd_server, store_url  # noqa: F401
+
+from shiftnet.api import Endpoints, EndpointSlice, Service, parse_object
+from shiftnet.client import Client
+from shiftnet.informer import Informers
+from shiftnet.service_endpoints import ServiceEndpoints
+from shiftnet.store import open_store
+
+pytestmark = pytest.mark.integration
+
+MIRROR = "endpointslicemirroring-controller.k8s.io"
+HTTP = [{"name": "http", "port": 8080}]
+
+
+def endpoints(name: str, subsets: list[dict[str, Any]], **meta: Any) -> Endpoints:
+    obj = parse_object(
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": name, "namespace": "default", **meta},
+            "subsets": subsets,
+        }
+    )
+    assert isinstance(obj, Endpoints)
+    return obj
+
+
+def addrs(*ips: str) -> list[dict[str, str]]:
+    return [{"ip": ip} for ip in ips]
+
+
+async def slices(client: Client, name: str = "ext") -> list[EndpointSlice]:
+    found = await client.list(EndpointSlice, "default", f"kubernetes.io/service-name={name}")
+    return sorted(found, key=lambda s: s.name)
+
+
+def mirrored(found: list[EndpointSlice]) -> list[EndpointSlice]:
+    return [
+        s
+        for s in found
+        if s.metadata.labels.get("endpointslice.kubernetes.io/managed-by") == MIRROR
+    ]
+
+
+def content(found: list[EndpointSlice]) -> set[tuple[str, tuple[Any, ...], str, bool]]:
+    return {
+        (
+            s.address_type,
+            tuple(sorted((p.name, p.port, p.protocol) for p in s.ports)),
+            a,
+            e.conditions.is_ready,
+        )
+        for s in found
+        for e in s.endpoints
+        for a in e.addresses
+    }
+
+
+async def test_user_endpoints_are_mirrored_and_follow_their_endpoints_and_service(
+    store_url: str,  # noqa: F811
+) -> None:
+    async with running_master(store_url) as (_, client):
+        await client.create(service("ext", ports=[{"name": "http", "port": 80}]))
+        theirs = parse_object(
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    "name": "ext-by-hand",
+                    "namespace": "default",
+                    "labels": {
+                        "kubernetes.io/service-name": "ext",
+                        "endpointslice.kubernetes.io/managed-by": "someone",
+                    },
+                },
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.30.9.9"]}],
+                "ports": [{"name": "http", "port": 8080}],
+            }
+        )
+        assert isinstance(theirs, EndpointSlice)
+        theirs = await client.create(theirs)
+        ep = await client.create(
+            endpoints(
+                "ext",
+                [
+                    {
+                        "addresses": [{"ip": "127.30.0.2", "hostname": "a"}],
+                        "notReadyAddresses": addrs("127.30.0.3"),
+                        "ports": HTTP,
+                    }
+                ],
+                labels={"team": "a"},
+                annotations={"note": "kept"},
+            )
+        )
+        [es] = mirrored(await eventually(lambda: slices(client), lambda s: len(mirrored(s)) == 1))
+        assert content([es]) == {
+            ("IPv4", (("http", 8080, "TCP"),), "127.30.0.2", True),
+            ("IPv4", (("http", 8080, "TCP"),), "127.30.0.3", False),
+        }
+        assert es.name.startswith("ext-") and len(es.name) == 9
+        assert es.metadata.labels["team"] == "a" and es.metadata.annotations == {"note": "kept"}
+        [owner] = es.metadata.owner_references or []
+        assert (owner.kind, owner.name, owner.uid) == ("Endpoints", "ext", ep.metadata.uid)
+
+        # the Endpoints changes: the same slice follows
+        def grow(e: Endpoints) -> Endpoints:
+            e.subsets[0].addresses.append(e.subsets[0].not_ready_addresses.pop())
+            return e
+
+        await client.mutate(Endpoints, "default", "ext", grow)
+        [es2] = mirrored(
+            await eventually(
+                lambda: slices(client),
+                lambda s: all(x[3] for x in content(mirrored(s))) and len(mirrored(s)) == 1,
+            )
+        )
+        assert es2.name == es.name
+
+        # skip-mirror: the slices go; without it they come back
+        def label(value: str | None) -> Any:
+            def change(e: Endpoints) -> Endpoints:
+                if value is None:
+                    e.metadata.labels.pop("endpointslice.kubernetes.io/skip-mirror", None)
+                else:
+                    e.metadata.labels["endpointslice.kubernetes.io/skip-mirror"] = value
+                return e
+
+            return change
+
+        await client.mutate(Endpoints, "default", "ext", label("true"))
+        await eventually(lambda: slices(client), lambda s: mirrored(s) == [])
+        await client.mutate(Endpoints, "default", "ext", label(None))
+        await eventually(lambda: slices(client), lambda s: len(mirrored(s)) == 1)
+
+        # the Service gets a selector: its Endpoints are the master's now, nothing is mirrored
+        def select(s: Service) -> Service:
+            s.spec.selector = {"app": "ext"}
+            return s
+
+        await client.mutate(Service, "default", "ext", select)
+        await eventually(lambda: slices(client), lambda s: mirrored(s) == [])
+        await eventually(  # no pod selected: the Endpoints controller emptied it
+            lambda: client.get(Endpoints, "default", "ext"), lambda e: e.subsets == []
+        )
+
+        def unselect(s: Service) -> Service:
+            s.spec.selector = None
+            return s
+
+        await client.mutate(Service, "default", "ext", unselect)
+        await client.delete(Endpoints, "default", "ext")  # the Endpoints controller's leftovers
+        await client.create(endpoints("ext", [{"addresses": addrs("127.30.0.5"), "ports": HTTP}]))
+        await eventually(
+            lambda: slices(client),
+            lambda s: {x[2] for x in content(mirrored(s))} == {"127.30.0.5"},
+        )
+        # the Endpoints goes: so do its slices; the hand-written slice stays as it was
+        await client.delete(Endpoints, "default", "ext")
+        await eventually(lambda: slices(client), lambda s: mirrored(s) == [])
+        await client.delete(Service, "default", "ext")
+        left = await client.get(EndpointSlice, "default", "ext-by-hand")
+        assert left.metadata.resource_version == theirs.metadata.resource_version
+
+
+def view(ep: Endpoints | None) -> list[tuple[tuple[Any, ...], str, bool]]:
+    """What a reader serves: (ports, address, ready), order-free."""
+    if ep is None:
+        return []
+    return sorted(
+        (tuple(sorted((p.name or "", p.port, p.protocol) for p in s.ports)), a.ip, ready)
+        for s in ep.subsets
+        for ready, group in ((True, s.addresses), (False, s.not_ready_addresses))
+        for a in group
+    )
+
+
+async def test_readers_see_the_same_endpoints_before_while_and_after_mirroring(
+    store_url: str,  # noqa: F811
+) -> None:
+    """Several slices are written one by one, and one subset is over the 1000 mirrored:
+    the view the proxy, router and DNS share never loses or doubles an endpoint."""
+    many = [f"127.31.{i // 250}.{i % 250 + 1}" for i in range(1005)]
+    subsets = [
+        {"addresses": addrs(*many), "ports": HTTP},
+        {
+            "addresses": addrs("127.32.0.1", "fd00::1"),
+            "notReadyAddresses": addrs("127.32.0.2"),
+            "ports": [{"name": "metrics", "port": 9100}],
+        },
+        {
+            "addresses": addrs("127.33.0.1"),
+            "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
+        },
+    ]
+    setup = open_store(store_url)
+    watch = open_store(store_url)
+    informers = Informers(watch)
+    readers = ServiceEndpoints(informers)
+    seen: list[list[tuple[tuple[Any, ...], str, bool]]] = []
+
+    def record(etype: str, old: Endpoints | None, new: Endpoints | None) -> None:
+        if new is not None and new.name == "ext":
+            seen.append(view(new))
+
+    readers.add_handler(record)
+    try:
+        client = Client(setup)
+        await client.create(service("ext", ports=[{"name": "http", "port": 80}]))
+        await client.create(endpoints("ext", subsets))
+        await informers.start()
+        before = await eventually(
+            lambda: _get(readers), lambda v: len(v) == 1005 + 3 + 1, timeout=30
+        )
+        seen.clear()
+        async with running_master(store_url) as (_, mclient):
+            found = await eventually(
+                lambda: slices(mclient), lambda s: len(mirrored(s)) == 4, timeout=60
+            )
+            # the slices hold what upstream mirrors: 1000 of the big subset
+            assert sorted(len(s.endpoints) for s in mirrored(found)) == [1, 1, 2, 1000]
+            await eventually(  # the reader's cache has every slice too
+                lambda: _slices_seen(readers), lambda n: n == 4, timeout=30
+            )
+            assert await _get(readers) == before
+        assert all(v == before for v in seen), "a reader saw a partial or doubled view"
+    finally:
+        await informers.stop()
+        await watch.close()
+        await setup.close()
+
+
+async def _get(readers: ServiceEndpoints) -> list[tuple[tuple[Any, ...], str, bool]]:
+    return view(readers.get("default", "ext"))
+
+
+async def _slices_seen(readers: ServiceEndpoints) -> int:
+    return len(mirrored(readers.slices.list("default")))
