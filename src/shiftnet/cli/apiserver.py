@@ -47,14 +47,6 @@ def run(args: argparse.Namespace) -> int:
         APIServerConfig.build(Path(args.state_dir), listen=args.api_listen),
         watch_write_timeout=args.watch_write_timeout,
     )
-    # Every request is TLS and HTTP in the event loop: uvloop's transports and TLS
-    # protocol take about a tenth off the server's CPU per request (docs/performance.md).
-    try:
-        import uvloop
-
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    except ImportError:
-        pass
 
     async def serve() -> int:
         from shiftnet.apiserver.server import APIServer
