@@ -52,7 +52,7 @@ def _empty(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {}
 
 
-def _item_key(item: Any, rules: ListShape, where: str, index: int) -> str | None:
+def _item_key(item: Any, rules: ListShape, where: str, index: int) -> str:
     if not isinstance(item, dict):
         if rules.keys:
             raise InvalidPatch(f"{where}[{index}]: a keyed list's item must be an object")
@@ -96,7 +96,6 @@ class _Walk:
         try:
             for index, item in enumerate(value):
                 key = _item_key(item, rules, where, index)
-                assert key is not None
                 path = (*at, key)
                 if path in found:
                     raise InvalidPatch(f"{where}[{index}]: duplicate entries for key {key[2:]}")
