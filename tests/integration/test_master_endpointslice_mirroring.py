@@ -8,7 +8,7 @@ import pytest
 from tests.support.master import eventually, running_master, service
 from tests.support.stores import etcd_server, store_url  # noqa: F401
 
-from shiftnet.api import Endpoints, EndpointSlice, Service, parse_object
+from shiftnet.api import Endpoints, EndpointSlice, Event, Service, parse_object
 from shiftnet.client import Client
 from shiftnet.informer import Informers
 from shiftnet.service_endpoints import ServiceEndpoints
@@ -232,6 +232,19 @@ async def test_readers_see_the_same_endpoints_before_while_and_after_mirroring(
                 lambda: _slices_seen(readers), lambda n: n == 4, timeout=30
             )
             assert await _get(readers) == before
+            events = await eventually(
+                lambda: mclient.list(Event, "default"),
+                lambda evs: any(e.reason == "TooManyAddressesToMirror" for e in evs),
+                timeout=30,
+            )
+            [warning] = [e for e in events if e.reason == "TooManyAddressesToMirror"]
+            assert (warning.involved_object.kind, warning.involved_object.name) == (
+                "Endpoints",
+                "ext",
+            )
+            assert warning.type == "Warning" and "5 addresses were skipped" in (
+                warning.message or ""
+            )
         assert all(v == before for v in seen), "a reader saw a partial or doubled view"
     finally:
         await informers.stop()
