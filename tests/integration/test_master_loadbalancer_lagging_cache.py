@@ -12,16 +12,16 @@ changes under it.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
-from tests.support.lagging_store import WatchLag
+from tests.support.lagging_store import lagging_controller
 from tests.support.master import eventually, service
 
 from shiftnet.api import Service
 from shiftnet.client import Client
 from shiftnet.informer import Informers
 from shiftnet.master.loadbalancer import LoadBalancerAllocator, ingress_ips
-from shiftnet.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -34,13 +34,17 @@ def balancer(name: str) -> Service:
 
 
 async def test_a_pending_service_keeps_the_address_it_got_while_the_cache_lags(
-    tmp_path,
+    tmp_path: Path,
 ) -> None:
+    def allocator(client: Client, informers: Informers) -> LoadBalancerAllocator:
+        return LoadBalancerAllocator(client, informers, POOL, workers=2)
+
     url = f"sqlite:///{tmp_path}/state.db"
-    store, writes = open_store(url), open_store(url)
-    informers = Informers(WatchLag(store, "services", LAG))  # type: ignore[arg-type]
-    allocator = LoadBalancerAllocator(Client(writes), informers, POOL, workers=2)
-    client = Client(writes)
+    async with lagging_controller(url, "services", LAG, allocator) as (client, lb):
+        await _pending_service_keeps_its_address(client, lb)
+
+
+async def _pending_service_keeps_its_address(client: Client, lb: LoadBalancerAllocator) -> None:
     seen: list[str] = []  # every address "a" showed, in order
 
     async def address_of(name: str) -> list[str]:
@@ -54,8 +58,6 @@ async def test_a_pending_service_keeps_the_address_it_got_while_the_cache_lags(
                 seen.append(ips[0])
             await asyncio.sleep(0.005)
 
-    await informers.start()
-    await allocator.start()
     recorder = asyncio.create_task(record_a())
     try:
         await client.create(balancer("b"))
@@ -71,14 +73,10 @@ async def test_a_pending_service_keeps_the_address_it_got_while_the_cache_lags(
         await client.delete(Service, "default", "b")
         await eventually(lambda: address_of("a"), bool)
         await asyncio.sleep(6 * LAG)  # every lagged event delivered and handled
-        await allocator.queue.wait_idle()
+        await lb.queue.wait_idle()
         assert seen == [second], f'"a" showed {seen}: its address changed under it'
         await client.create(balancer("d"))  # the other address is free, "a"'s is not
         assert await eventually(lambda: address_of("d"), bool) == [first]
         assert await address_of("a") == [second]
     finally:
         recorder.cancel()
-        await allocator.stop()
-        await informers.stop()
-        await store.close()
-        await writes.close()
