@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.lagging_store import lagging_controller
 from tests.support.master import eventually, running_master, service
 from tests.support.stores import etcd_server, store_url  # noqa: F401
 
 from shiftnet.api import Endpoints, EndpointSlice, Event, Service, parse_object
 from shiftnet.client import Client
 from shiftnet.informer import Informers
+from shiftnet.master.endpointslice_mirroring import EndpointSliceMirroringController
 from shiftnet.service_endpoints import ServiceEndpoints
 from shiftnet.store import open_store
 
@@ -258,3 +263,79 @@ async def _get(readers: ServiceEndpoints) -> list[tuple[tuple[Any, ...], str, bo
 
 async def _slices_seen(readers: ServiceEndpoints) -> int:
     return len(mirrored(readers.slices.list("default")))
+
+
+async def test_a_restarted_master_keeps_its_slices_and_drops_stale_ones(
+    store_url: str,  # noqa: F811
+) -> None:
+    async with running_master(store_url) as (_, client):
+        for name in ("ext", "gone"):
+            await client.create(service(name, ports=[{"name": "http", "port": 80}]))
+            await client.create(
+                endpoints(name, [{"addresses": addrs("127.34.0.1"), "ports": HTTP}])
+            )
+        for name in ("ext", "gone"):
+            await eventually(partial(slices, client, name), lambda s: len(mirrored(s)) == 1)
+        [kept] = mirrored(await slices(client))
+    client = Client(open_store(store_url))  # the master is down: its Endpoints goes
+    try:
+        await client.delete(Endpoints, "default", "gone")
+    finally:
+        await client.store.close()
+    async with running_master(store_url) as (master, client):
+        await eventually(lambda: slices(client, "gone"), lambda s: mirrored(s) == [])
+        await master.endpoint_slice_mirroring.queue.wait_idle()
+        [same] = mirrored(await slices(client))
+        assert (same.name, same.metadata.resource_version) == (
+            kept.name,
+            kept.metadata.resource_version,
+        )
+
+
+LAG = 0.2  # seconds each slice event waits before the controller's cache sees it
+
+
+async def test_no_second_slice_of_a_group_while_the_slice_cache_lags(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/state.db"
+    async with lagging_controller(url, "endpointslices", LAG, EndpointSliceMirroringController) as (
+        client,
+        controller,
+    ):
+        twice: list[list[str]] = []
+
+        async def watch_for_twins() -> None:
+            while True:
+                groups = [
+                    (s.address_type, tuple((p.name, p.port) for p in s.ports))
+                    for s in mirrored(await slices(client))
+                ]
+                if len(groups) != len(set(groups)):
+                    twice.append([str(g) for g in groups])
+                await asyncio.sleep(0.005)
+
+        watcher = asyncio.create_task(watch_for_twins())
+        try:
+            await client.create(service("ext", ports=[{"name": "http", "port": 80}]))
+            await client.create(
+                endpoints("ext", [{"addresses": addrs("127.35.0.1"), "ports": HTTP}])
+            )
+            for i in range(2, 12):  # changes faster than the slice cache follows
+
+                def add(e: Endpoints, i: int = i) -> Endpoints:
+                    e.subsets[0].addresses.append(
+                        e.subsets[0].addresses[0].model_copy(update={"ip": f"127.35.0.{i}"})
+                    )
+                    return e
+
+                await client.mutate(Endpoints, "default", "ext", add)
+                await asyncio.sleep(0.03)
+            found = await eventually(
+                lambda: slices(client),
+                lambda s: len(content(mirrored(s))) == 11,
+                timeout=30,
+            )
+            await controller.queue.wait_idle()
+            assert len(mirrored(found)) == 1
+        finally:
+            watcher.cancel()
+        assert not twice, f"one group had two slices at once: {twice[0]}"
