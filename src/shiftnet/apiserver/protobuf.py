@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from shiftnet.api.strict_yaml import MAX_NESTING, nesting
 from shiftnet.apiserver.protoschema import KINDS, Field, Kind, Message
 from shiftnet.apiserver.protowire import (
     MalformedProtobuf,
@@ -218,10 +219,16 @@ class _Decoder:
         for wire in self.fields_of(data, path):
             if wire.number == 1:
                 raw = self.bytes_of(wire, f"{path}.Raw")
+        too_deep = f"{path} nests deeper than {MAX_NESTING} levels"  # as a JSON body may
         try:
-            return json.loads(raw) if raw else None
+            tree = json.loads(raw) if raw else None
+        except RecursionError:
+            raise MalformedProtobuf(too_deep) from None
         except ValueError:
             raise MalformedProtobuf(f"{path} does not hold JSON") from None
+        if nesting(tree) > MAX_NESTING:
+            raise MalformedProtobuf(too_deep)
+        return tree
 
     def _int_or_string(self, data: bytes, path: str) -> int | str:
         is_string, number, text = False, 0, ""

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from tests.support.apiserver import KUBECTL, APIServerProcess
 from tests.support.body_recorder import BodyRecorder
-from tests.support.protobuf_encoder import envelope, msg, num, text
+from tests.support.protobuf_encoder import envelope, msg, num, raw, text
 
 from shiftnet.store import open_store
 
@@ -243,3 +243,23 @@ def test_raw_protobuf_bad_input_is_refused_in_one_sentence_and_writes_nothing(
     assert warned.json()["spec"]["ports"] == [{"port": 80, "protocol": "TCP"}]
     both = http.get(SERVICES, headers={"Accept": f"{PROTOBUF},application/json"})
     assert both.status_code == 200 and both.headers["Content-Type"].startswith("application/json")
+
+
+def test_a_managed_fields_tree_nested_too_deep_is_refused(
+    api: APIServerProcess, http: httpx.Client
+) -> None:
+    """fieldsV1 is JSON inside protobuf: it nests no deeper than a JSON body may."""
+    before = revision(api)
+    for depth in (101, 100_000):
+        tree = b'{"f:a":' * depth + b"{}" + b"}" * depth
+        entry = msg(17, text(1, "m"), text(2, "Update"), text(6, "FieldsV1"), msg(7, raw(1, tree)))
+        body = envelope(
+            "v1", "Service", msg(1, text(1, "deep"), entry) + msg(2, msg(1, num(3, 80)))
+        )
+        refused = http.post(SERVICES, content=body, headers={"Content-Type": PROTOBUF})
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["message"] == (
+            "the request body is not valid protobuf: "
+            "metadata.managedFields[0].fieldsV1 nests deeper than 100 levels"
+        )
+    assert revision(api) == before

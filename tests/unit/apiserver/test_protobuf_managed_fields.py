@@ -45,3 +45,11 @@ def test_a_fields_tree_that_is_not_json_is_named() -> None:
     body = envelope("v1", "Namespace", msg(1, text(1, "shop"), _entry(b"{nope")))
     with pytest.raises(MalformedProtobuf, match=r"managedFields\[0\]\.fieldsV1 does not hold JSON"):
         decode_object(body)
+
+
+@pytest.mark.parametrize("depth", [100, 100_000])
+def test_a_fields_tree_nested_deeper_than_a_json_body_may_is_named(depth: int) -> None:
+    tree = b'{"f:a":' * depth + b"{}" + b"}" * depth
+    body = envelope("v1", "Namespace", msg(1, text(1, "shop"), _entry(tree)))
+    with pytest.raises(MalformedProtobuf, match=r"fieldsV1 nests deeper than 100 levels"):
+        decode_object(body)
