@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from tests.support.stores import etcd_server, store_url  # noqa: F401
 from shiftnet.api import Endpoints, EndpointSlice, Event, Service, parse_object
 from shiftnet.client import Client
 from shiftnet.informer import Informers
+from shiftnet.master import MasterConfig
 from shiftnet.master.endpointslice_mirroring import EndpointSliceMirroringController
 from shiftnet.service_endpoints import ServiceEndpoints
 from shiftnet.store import open_store
@@ -339,3 +342,53 @@ async def test_no_second_slice_of_a_group_while_the_slice_cache_lags(tmp_path: P
         finally:
             watcher.cancel()
         assert not twice, f"one group had two slices at once: {twice[0]}"
+
+
+async def test_the_mirrored_share_of_a_subset_is_a_master_setting(
+    store_url: str,  # noqa: F811
+) -> None:
+    config = MasterConfig.build("local", mirroring_max_endpoints_per_subset=2)
+    async with running_master(store_url, config) as (_, client):
+        await client.create(service("ext", ports=[{"name": "http", "port": 80}]))
+        await client.create(
+            endpoints(
+                "ext",
+                [
+                    {
+                        "addresses": addrs("127.36.0.3", "127.36.0.1", "127.36.0.2"),
+                        "notReadyAddresses": addrs("127.36.0.0"),
+                        "ports": HTTP,
+                    }
+                ],
+            )
+        )
+        [es] = mirrored(await eventually(lambda: slices(client), lambda s: len(mirrored(s)) == 1))
+        assert [(e.addresses[0], e.conditions.ready) for e in es.endpoints] == [
+            ("127.36.0.1", True),
+            ("127.36.0.2", True),
+        ]
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "many"])
+def test_a_bad_mirroring_setting_is_one_sentence_and_starts_nothing(
+    tmp_path: Path, value: str
+) -> None:
+    shiftnet = Path(sys.executable).with_name("shiftnet")
+    state = tmp_path / "state"
+    done = subprocess.run(
+        [
+            str(shiftnet),
+            "--state-dir",
+            str(state),
+            "master",
+            "--mirroring-max-endpoints-per-subset",
+            value,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    [line] = done.stderr.strip().splitlines()
+    assert "mirroring" in line and "1 to 1000" in line and "Traceback" not in done.stderr
+    assert not state.exists() or not any(state.iterdir())

@@ -25,6 +25,7 @@ ENV = {
     "service_node_port_range": "SHIFTNET_SERVICE_NODE_PORT_RANGE",
     "load_balancer_range": "SHIFTNET_LOAD_BALANCER_RANGE",
     "event_ttl": "SHIFTNET_EVENT_TTL",
+    "mirroring_max_endpoints_per_subset": "SHIFTNET_MIRRORING_MAX_ENDPOINTS_PER_SUBSET",
 }
 
 
@@ -92,6 +93,13 @@ def register(subparsers: Any) -> None:
         f"(env {ENV['event_ttl']}; default 1h)",
     )
     p.add_argument(
+        "--mirroring-max-endpoints-per-subset",
+        metavar="N",
+        default=None,
+        help="addresses of one subset of a user-written Endpoints copied into its "
+        f"EndpointSlice, 1-1000 (env {ENV['mirroring_max_endpoints_per_subset']}; default 1000)",
+    )
+    p.add_argument(
         "--no-scheduler",
         action="store_true",
         help="do not assign unscheduled pods to nodes",
@@ -121,6 +129,14 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Master
             raise ConfigError(
                 f'--host-subnet-length "{hsl_text}" is invalid: it must be a number of bits'
             ) from None
+    mirror_text = pick("mirroring_max_endpoints_per_subset")
+    try:
+        mirror = int(mirror_text) if mirror_text is not None else 1000
+    except ValueError:
+        raise ConfigError(
+            f'--mirroring-max-endpoints-per-subset "{mirror_text}" is invalid: '
+            "it must be a number from 1 to 1000"
+        ) from None
     return MasterConfig.build(
         pick("network_mode"),
         cluster_network=pick("cluster_network"),
@@ -131,6 +147,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Master
         node_port_range=pick("service_node_port_range"),
         load_balancer_range=pick("load_balancer_range"),
         event_ttl=pick("event_ttl"),
+        mirroring_max_endpoints_per_subset=mirror,
     )
 
 

@@ -86,7 +86,9 @@ class Master:
         self.endpoints = EndpointsController(self.client, self.informers)
         self.endpoint_slices = EndpointSliceController(self.client, self.informers)
         self.endpoint_slice_mirroring = EndpointSliceMirroringController(
-            self.client, self.informers
+            self.client,
+            self.informers,
+            max_per_subset=self.config.mirroring_max_endpoints_per_subset,
         )
         self.endpoint_slice_mirroring.events = self.events
         self.ingress_routes = IngressToRouteController(self.client, self.informers)

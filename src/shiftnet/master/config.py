@@ -44,6 +44,8 @@ class MasterConfig:
     # the built-in LoadBalancer address pool (CIDR); None: LoadBalancer Services stay pending
     load_balancer_range: str | None = None
     event_ttl: float = 3600.0  # seconds an Event lives after its last write (--event-ttl)
+    # addresses of one Endpoints subset copied into slices (--mirroring-max-endpoints-per-subset)
+    mirroring_max_endpoints_per_subset: int = 1000
 
     @classmethod
     def build(
@@ -59,6 +61,7 @@ class MasterConfig:
         node_port_range: str | None = None,
         load_balancer_range: str | None = None,
         event_ttl: str | None = None,
+        mirroring_max_endpoints_per_subset: int = 1000,
     ) -> MasterConfig:
         """Defaults of ``network_mode`` for what is not given; ConfigError when invalid."""
         mode = network_mode or "local"
@@ -79,6 +82,7 @@ class MasterConfig:
             load_balancer_range=load_balancer_range
             or (local_load_balancer_range(service_network or sn) if mode == "local" else None),
             event_ttl=parse_event_ttl(event_ttl) if event_ttl else 3600.0,
+            mirroring_max_endpoints_per_subset=mirroring_max_endpoints_per_subset,
         )
         cfg.check()
         return cfg
@@ -116,6 +120,11 @@ class MasterConfig:
             raise ConfigError(f"event TTL must be more than 0 seconds, not {self.event_ttl:g}")
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
+        if not 1 <= self.mirroring_max_endpoints_per_subset <= 1000:
+            raise ConfigError(
+                "mirroring max endpoints per subset must be from 1 to 1000, not "
+                f"{self.mirroring_max_endpoints_per_subset}"
+            )
 
     def _check_secondary(self, cluster: IPNetwork, service: IPNetwork) -> None:
         """The second service network: the other family, never in local mode (loopback
