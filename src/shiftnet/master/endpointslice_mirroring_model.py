@@ -75,7 +75,7 @@ class MirrorPlan(SlicePlan):
 
     invalid: int = 0  # addresses that are not IPs
     over_capacity: int = 0  # addresses beyond max_per_subset in their subset
-    groups: list[Group] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)  # the (family, ports) mirrored
 
 
 def mirrored_slice(es: EndpointSlice) -> bool:
