@@ -256,6 +256,9 @@ def run(args: argparse.Namespace) -> int:
     # Read and validate every manifest before starting anything.
     docs = read_manifests(args.filename, recursive=args.recursive) if args.filename else []
     objects = decode_documents(docs, None) if docs else []
+    from shiftnet.proxy.component import healthz_from_env
+
+    healthz_from_env()  # a bad SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS fails before anything starts
     config = ClusterConfig(
         state_dir=Path(args.state_dir),
         store_url=args.store,

@@ -13,7 +13,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from shiftnet.proxy.healthcheck import healthz_address
 from shiftnet.proxy.service import ProxyConfig, ServiceProxy
+
+
+def healthz_from_env() -> str | None:
+    """SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS checked (``shiftnet up`` asks before it starts
+    anything), a free loopback port when unset, None when set empty (not served)."""
+    healthz = os.environ.get("SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS", "127.0.0.1:0") or None
+    if healthz:
+        healthz_address(healthz)
+    return healthz
 
 
 class ProxyComponent:
@@ -24,7 +34,7 @@ class ProxyComponent:
         default = "userspace" if getattr(cfg, "network", "local") == "local" else "nftables"
         mode = cfg.extra.get("proxy_mode") or os.environ.get("SHIFTNET_PROXY_MODE") or default
         # this node's endpoints serve the Local traffic policies
-        healthz = os.environ.get("SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS", "127.0.0.1:0") or None
+        healthz = healthz_from_env()
         self.config = ProxyConfig.from_env(
             mode=mode, node_name=getattr(cfg, "node_name", None), healthz_bind_address=healthz
         )

@@ -324,6 +324,22 @@ def test_a_bad_healthz_address_is_one_sentence(tmp_path: Path, how: str) -> None
     assert not (tmp_path / "state.db").exists(), "nothing was started"
 
 
+def test_a_bad_healthz_address_stops_shiftnet_up_before_it_starts(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
+    env["SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS"] = "nowhere:99999"
+    res = subprocess.run(
+        [sys.executable, "-m", "shiftnet.cli.main", "--state-dir", str(tmp_path / "state"),
+         "--store", f"sqlite:///{tmp_path}/state.db", "up"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert res.returncode == 1
+    assert res.stderr.strip() == (
+        "error: --healthz-bind-address (SHIFTNET_PROXY_HEALTHZ_BIND_ADDRESS) must be an IPv4 "
+        "ADDR:PORT, not 'nowhere:99999'"
+    )
+    assert not (tmp_path / "state.db").exists() and not (tmp_path / "state").exists()
+
+
 async def test_under_shiftnet_up_healthz_is_on_a_free_loopback_port_named_in_the_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
