@@ -1,5 +1,11 @@
 """apply, get, describe, delete of the seed examples through the real ``shiftnet`` command,
-against SQLite and a real etcd."""
+against SQLite and a Kubernetes API (``kube``); the first test against a real etcd too.
+
+Above the ``Store`` protocol the command runs the same code whatever the backend;
+SQLite and etcd differ only below it, and the store contract suite checks both there
+(tests/integration/store/test_contract.py). A Kubernetes API is another path: the API
+server admits, defaults and fills in fields the command then prints.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +42,9 @@ Endpoints: 10.128.2.15:8080, 10.131.0.10:8080
 
 pytestmark = pytest.mark.integration
 
+# Every test but the first: the command over SQLite and over a Kubernetes API.
+SQLITE_AND_KUBE = pytest.mark.parametrize("store_url", ["sqlite", "kube"], indirect=True)
+
 
 @pytest.fixture
 def sn(store_url: str, tmp_path: Path) -> Shiftnet:  # noqa: F811
@@ -68,6 +77,7 @@ def test_apply_creates_then_reports_unchanged(sn: Shiftnet) -> None:
     assert sn.revision() == rev  # unchanged writes nothing
 
 
+@SQLITE_AND_KUBE
 def test_describe_passthrough_route_shows_what_seed_004_shows(sn: Shiftnet) -> None:
     sn.ok("apply", "-f", str(SIT))
     out = sn.ok("describe", "route", "sitjenkins.com.cn", "-n", "sit")
@@ -80,6 +90,7 @@ def test_describe_passthrough_route_shows_what_seed_004_shows(sn: Shiftnet) -> N
     assert "Insecure Policy: <none>" in got
 
 
+@SQLITE_AND_KUBE
 def test_kuryr_route_round_trips(sn: Shiftnet) -> None:
     sn.ok("apply", "-f", str(KURYR))
     table = sn.ok("get", "routes", "-n", "mynamespace").splitlines()
@@ -113,6 +124,7 @@ def test_kuryr_route_round_trips(sn: Shiftnet) -> None:
     assert raw["spec"]["wildcardPolicy"] == "None"
 
 
+@SQLITE_AND_KUBE
 def test_get_tables_for_core_kinds(sn: Shiftnet) -> None:
     apply_seeds(sn)
     svc = sn.ok("get", "svc", "-n", "sit").splitlines()
@@ -137,6 +149,7 @@ def test_get_tables_for_core_kinds(sn: Shiftnet) -> None:
     assert res.stderr.strip() == "No resources found in default namespace."
 
 
+@SQLITE_AND_KUBE
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
 def test_output_applies_back_unchanged(sn: Shiftnet, fmt: str) -> None:
     apply_seeds(sn)
@@ -149,6 +162,7 @@ def test_output_applies_back_unchanged(sn: Shiftnet, fmt: str) -> None:
     assert sn.revision() == rev
 
 
+@SQLITE_AND_KUBE
 def test_changed_spec_is_configured_and_status_and_cluster_ip_are_kept(
     sn: Shiftnet, tmp_path: Path
 ) -> None:
@@ -212,6 +226,7 @@ async def _cluster_writes(url: str) -> None:
         await store.close()
 
 
+@SQLITE_AND_KUBE
 def test_delete_by_name_and_by_file(sn: Shiftnet) -> None:
     apply_seeds(sn)
     assert (
