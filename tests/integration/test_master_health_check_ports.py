@@ -4,15 +4,13 @@ in kube-apiserver's words."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from tests.support.master import eventually, running_master, service
 
 from shiftnet.api import Service
 from shiftnet.applying import ServiceIPCheck
 from shiftnet.errors import InvalidAllocation
-from shiftnet.master import MasterConfig, nodeports
+from shiftnet.master import Master, MasterConfig, nodeports
 
 pytestmark = pytest.mark.integration
 
@@ -86,7 +84,7 @@ async def test_health_check_port_allocated_kept_refused_released_and_restart_saf
         kept = await eventually(lambda: get(client, "web"), lambda s: bool(hc(s)))
         assert hc(kept) == 30001 and kept.metadata.labels["touched"] == "yes"
 
-    async with running_master(url, TEN) as (_, client):  # a restart keeps every allocation
+    async with running_master(url, TEN) as (master, client):  # a restart keeps allocations
         assert hc(await get(client, "web")) == 30001
         assert hc(await get(client, "asked")) == 30004
         # back to the Cluster policy: the port is released and goes to the next Service
@@ -103,13 +101,22 @@ async def test_health_check_port_allocated_kept_refused_released_and_restart_saf
         assert nxt.spec.ports[0].node_port == 30005
         # no longer a LoadBalancer: released too
         asked = await get(client, "asked")
+        assert asked.status.load_balancer.ingress, "a LoadBalancer with its address"
         asked.spec.type = "NodePort"
         asked.spec.external_traffic_policy = None
         asked.spec.health_check_node_port = None
         await client.update(asked)
-        await asyncio.sleep(0.3)
+        # the master's own write: a NodePort Service keeps no balancer address
+        asked = await eventually(
+            lambda: get(client, "asked"), lambda s: not s.status.load_balancer.ingress
+        )
+        await settled(master, asked)
         assert hc(await get(client, "asked")) is None
+        # the master gave it back: the next Service that asks for it gets it
         await ServiceIPCheck(client).check(local_lb("later", healthCheckNodePort=30004))
+        await client.create(local_lb("later", healthCheckNodePort=30004))
+        later = await eventually(lambda: get(client, "later"), lambda s: allocated(s) or _error(s))
+        assert (hc(later), later.spec.ports[0].node_port, _error(later)) == (30004, 30006, False)
         # deleted: released
         await client.delete(Service, "default", "next")
         await eventually(
@@ -122,9 +129,22 @@ def _error(svc: Service) -> bool:
     return nodeports.ERROR_ANNOTATION in svc.metadata.annotations
 
 
+async def settled(master: Master, svc: Service) -> None:
+    """The node port allocator holds ``svc`` as stored and has synced it: whatever it
+    would do about this version is done (a positive sign, not a pause)."""
+    version = svc.metadata.resource_version
+    informer = master.node_ports.informer
+
+    async def cached() -> Service | None:
+        return informer.get(svc.namespace, svc.name)
+
+    await eventually(cached, lambda s: s is not None and s.metadata.resource_version == version)
+    await master.node_ports.queue.wait_idle()
+
+
 async def test_health_check_port_conflicts_written_around_the_api(tmp_path) -> None:
     url = f"sqlite:///{tmp_path}/state.db"
-    async with running_master(url, TEN) as (_, client):
+    async with running_master(url, TEN) as (master, client):
         await client.create(local_lb("first"))
         first = await eventually(lambda: get(client, "first"), allocated)
         assert hc(first) == 30001
@@ -137,8 +157,18 @@ async def test_health_check_port_conflicts_written_around_the_api(tmp_path) -> N
             "30001: failed to allocate requested HealthCheck NodePort 30001: provided port is "
             "already allocated"
         )
-        await asyncio.sleep(0.5)
+        # the master has seen its own write and has nothing left to do for it ...
+        await settled(master, second)
         assert hc(await get(client, "second")) is None, "never another port in its place"
+        # ... and a retry decides the same: the next Service gets the lowest free ports
+        second.metadata.labels["retry"] = "1"
+        await client.update(second)
+        await client.create(local_lb("third"))
+        third = await eventually(lambda: get(client, "third"), allocated)
+        assert (third.spec.ports[0].node_port, hc(third)) == (30003, 30004)
+        await settled(master, await get(client, "second"))
+        second = await get(client, "second")
+        assert hc(second) is None and _error(second), "never another port in its place"
         # the holder leaves: the waiting Service gets the port it asked for
         await client.delete(Service, "default", "first")
         await client.update(await get(client, "second"))  # any event retries it
