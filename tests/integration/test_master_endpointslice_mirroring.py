@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 from tests.support.lagging_store import lagging_controller
 from tests.support.master import eventually, running_master, service
+from tests.support.scrape import scrape
 from tests.support.stores import etcd_server, store_url  # noqa: F401
 
 from shiftnet.api import Endpoints, EndpointSlice, Event, Service, parse_object
 from shiftnet.client import Client
 from shiftnet.informer import Informers
-from shiftnet.master import MasterConfig
+from shiftnet.master import MasterConfig, metrics
 from shiftnet.master.endpointslice_mirroring import EndpointSliceMirroringController
+from shiftnet.metrics_endpoint import MetricsEndpoint
 from shiftnet.service_endpoints import ServiceEndpoints
 from shiftnet.store import open_store
 
@@ -392,3 +394,37 @@ def test_a_bad_mirroring_setting_is_one_sentence_and_starts_nothing(
     [line] = done.stderr.strip().splitlines()
     assert "mirroring" in line and "1 to 1000" in line and "Traceback" not in done.stderr
     assert not state.exists() or not any(state.iterdir())
+
+
+async def test_mirrored_writes_are_counted_apart_from_the_service_controllers(
+    tmp_path: Path,
+) -> None:
+    """``shiftnet_master_endpointslice_mirroring_writes_total``, scraped over HTTP, counts
+    each slice the mirroring controller creates or updates; the EndpointSlice
+    controller's counter does not move for slices it did not write."""
+    endpoint = MetricsEndpoint(":0", [metrics.REGISTRY])
+    mirroring = "shiftnet_master_endpointslice_mirroring_writes_total"
+    controller = "shiftnet_master_endpointslice_writes_total"
+
+    async def counted() -> tuple[float, float]:
+        found = await asyncio.to_thread(scrape, endpoint.url)
+        return found.value(mirroring) or 0.0, found.value(controller) or 0.0
+
+    try:
+        async with running_master(f"sqlite:///{tmp_path}/state.db") as (_, client):
+            await client.create(service("ext", ports=[{"name": "http", "port": 80}]))
+            before = await counted()
+            ep = await client.create(
+                endpoints("ext", [{"addresses": addrs("127.30.0.2"), "ports": HTTP}])
+            )
+            await eventually(lambda: slices(client), lambda found: len(mirrored(found)) == 1)
+            created = await eventually(counted, lambda n: n[0] >= before[0] + 1)
+            assert created == (before[0] + 1, before[1])
+            more = [{"addresses": addrs("127.30.0.2", "127.30.0.3"), "ports": HTTP}]
+            ep.subsets = endpoints("ext", more).subsets
+            await client.update(ep)
+            await eventually(lambda: slices(client), lambda found: len(content(found)) == 2)
+            updated = await eventually(counted, lambda n: n[0] >= before[0] + 2)
+            assert updated == (before[0] + 2, before[1])
+    finally:
+        endpoint.stop()

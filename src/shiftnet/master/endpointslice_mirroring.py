@@ -22,6 +22,7 @@ from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, NotFound
 from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
+from shiftnet.master import metrics
 from shiftnet.master.endpoints_model import has_selector
 from shiftnet.master.endpointslice_mirroring_model import (
     MAX_ENDPOINTS_PER_SUBSET,
@@ -191,6 +192,7 @@ class EndpointSliceMirroringController:
     def _written(self, key: Key, how: str, es: EndpointSlice) -> None:
         self.writes += 1
         self._own_writes.wrote(key, es.name, es.metadata.resource_version)
+        metrics.ENDPOINTSLICE_MIRRORING_WRITES.inc()
         log.debug(
             "mirrored endpointslice %s endpoints=%s/%s slice=%s addresses=%d",
             how,

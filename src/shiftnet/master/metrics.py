@@ -46,6 +46,11 @@ ENDPOINTSLICE_WRITES = Counter(
     "EndpointSlices created or updated by the EndpointSlice controller.",
     registry=REGISTRY,
 )
+ENDPOINTSLICE_MIRRORING_WRITES = Counter(
+    "shiftnet_master_endpointslice_mirroring_writes",
+    "EndpointSlices created or updated by the EndpointSlice mirroring controller.",
+    registry=REGISTRY,
+)
 PODS_SCHEDULED = Counter(
     "shiftnet_master_pods_scheduled",
     "Pods given a node by the scheduler.",
