@@ -93,7 +93,7 @@ class Master:
         self.endpoint_slice_mirroring.events = self.events
         self.ingress_routes = IngressToRouteController(self.client, self.informers)
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
-        for allocator in (self.subnets, self.cluster_ips, self.node_ports):
+        for allocator in (self.subnets, self.cluster_ips, self.node_ports, self.load_balancers):
             allocator.events = self.events
         self._started = False
 

@@ -19,6 +19,11 @@ the operator routes the range to the nodes.
 
 Addresses live in the Services' status: a restarted master rebuilds the pool
 from them (the oldest claim wins). A type change or deletion gives it back.
+
+A Service left pending (pool exhausted, requested address taken or outside
+the range) also gets a Warning Event ``SyncLoadBalancerFailed``, the reason
+Kubernetes' service controller records when it cannot provide a balancer, so
+``kubectl describe service`` says why it has no address.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import logging
 from shiftnet.api import Service
 from shiftnet.client import Client
 from shiftnet.errors import AllocationError
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.ipam import IPRange
 from shiftnet.master.service_allocator import Key, ServiceAllocator
@@ -36,6 +42,7 @@ from shiftnet.master.service_allocator import Key, ServiceAllocator
 log = logging.getLogger(__name__)
 
 ERROR_ANNOTATION = "shiftnet.io/load-balancer-error"
+EVENT_REASON = "SyncLoadBalancerFailed"  # the reason of Kubernetes' service controller
 
 
 def managed(svc: Service) -> bool:
@@ -54,6 +61,7 @@ class LoadBalancerAllocator(ServiceAllocator):
         super().__init__(client, informers, workers=workers, name="loadbalancer")
         self.pool: IPRange | None = IPRange.for_services(cidr) if cidr else None
         self._held: dict[Key, str] = {}
+        self.events: EventSink = DISCARD
 
     def rebuild(self) -> None:
         """Take every address the stored Services hold; the oldest claim wins."""
@@ -115,6 +123,7 @@ class LoadBalancerAllocator(ServiceAllocator):
     def _written(self, key: Key, svc: Service, error: str | None) -> None:
         if error:
             log.warning("load balancer address not allocated service=%s/%s error=%s", *key, error)
+            self.events.warning(svc, EVENT_REASON, error)
         else:
             shown = ",".join(ingress_ips(svc)) or "none"
             log.info("load balancer address service=%s/%s ip=%s", key[0], key[1], shown)

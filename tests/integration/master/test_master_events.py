@@ -2,7 +2,8 @@
 
 Real master on a real SQLite store: a seventh Service in a six-address range
 gets ``ClusterIPNotAllocated``, a NodePort Service past the port range gets
-``PortNotAllocated``, a node past the cluster network gets
+``PortNotAllocated``, a third LoadBalancer Service in a two-address pool gets
+``SyncLoadBalancerFailed``, a node past the cluster network gets
 ``SubnetsExhausted`` (its event in ``default``, a Node being cluster-wide),
 and an Event last seen longer ago than the TTL is deleted while a recent one
 stays.
@@ -21,6 +22,7 @@ from shiftnet.api.event import EventSource
 from shiftnet.client import Client
 from shiftnet.events.folding import about, new_event, reference
 from shiftnet.master import MasterConfig
+from shiftnet.master.loadbalancer import ERROR_ANNOTATION, ingress_ips
 
 pytestmark = pytest.mark.integration
 
@@ -56,6 +58,24 @@ async def test_a_node_port_past_the_range_gets_an_event(tmp_path: Path) -> None:
     (event,) = [e for e in found if e.reason == "PortNotAllocated"]
     assert event.involved_object.name in ("first", "second")
     assert "range is full" in (event.message or "")
+
+
+async def test_a_load_balancer_with_no_address_left_gets_an_event(tmp_path: Path) -> None:
+    small = MasterConfig.build(load_balancer_range="127.62.0.0/30")  # 2 usable addresses
+    async with running_master(f"sqlite:///{tmp_path}/state.db", small) as (_, client):
+        for name in ("lb1", "lb2", "lb3"):
+            await client.create(service(name, type="LoadBalancer"))
+        found = await eventually(
+            lambda: client.list(Event),
+            lambda evs: any(e.reason == "SyncLoadBalancerFailed" for e in evs),
+        )
+        lbs = [s for s in await client.list(Service) if s.spec.type == "LoadBalancer"]
+        pending = [s for s in lbs if not ingress_ips(s)]
+    (event,) = [e for e in found if e.reason == "SyncLoadBalancerFailed"]
+    assert [s.name for s in pending] == [event.involved_object.name]
+    assert event.type == "Warning" and event.source.component == "master"
+    assert event.message == pending[0].metadata.annotations[ERROR_ANNOTATION]
+    assert "is full" in (event.message or "")
 
 
 async def test_a_node_with_no_subnet_left_gets_an_event_in_default(tmp_path: Path) -> None:
