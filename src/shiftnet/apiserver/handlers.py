@@ -33,6 +33,7 @@ from shiftnet.apiserver.discovery_responses import discovery_response
 from shiftnet.apiserver.fanout import WatchFanout
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
+from shiftnet.apiserver.managed_fields import Ownership
 from shiftnet.apiserver.ownership import field_manager, parse_force, update_ownership
 from shiftnet.apiserver.paging import parse_limit
 from shiftnet.apiserver.patching import patch_function
@@ -49,7 +50,7 @@ from shiftnet.apiserver.status import (
     path_not_found,
     success,
 )
-from shiftnet.apiserver.verbs import Ownership, Verbs
+from shiftnet.apiserver.verbs import Verbs
 from shiftnet.apiserver.watch import WatchRequest, parse_start, parse_timeout, serve_watch
 from shiftnet.errors import InvalidInput, NotFound, ShiftnetError
 from shiftnet.store.base import Store
@@ -230,6 +231,8 @@ class ResourceAPI:
             if info.namespaced and target.namespace is None:
                 raise method_not_allowed()
             check = _field_check(request)
+            if "fieldManager" in q:  # checked as upstream; creates record no managedFields
+                field_manager("CreateOptions", q["fieldManager"], "", apply=False)
             body = await read_object(request, self.config.max_body_bytes)
             check.duplicates = body.duplicates
             created = await self.verbs.create(
