@@ -15,6 +15,11 @@ upstream). A write compares the object before and after, path by path
 
 An entry's ``time`` moves only when its paths change, so a write that
 changes nothing leaves the entries, and the object, as they were.
+
+Entries a client sends are checked as kube-apiserver checks them
+(:func:`entry_errors`): an unknown operation or fields type, a manager that
+is too long or unprintable, or a subresource that is too long is a 422
+naming ``metadata.managedFields[i].<field>``; nothing is written.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shiftnet.api.fielderrors import ErrorType, FieldError
 from shiftnet.apiserver.fieldsets import (
     Comparison,
     FieldSet,
@@ -38,6 +44,9 @@ from shiftnet.errors import FieldManagerConflict
 APPLY = "Apply"
 UPDATE = "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"  # upstream's owner of what an object had before
+FIELDS_V1 = "FieldsV1"
+MAX_MANAGER = 128  # bytes, upstream's FieldManagerMaxLength
+MAX_SUBRESOURCE = 256  # bytes, upstream's MaxSubresourceNameLength
 
 
 @dataclass(frozen=True, order=True)
@@ -82,6 +91,66 @@ def updater(manager: str, api_version: str) -> Owner:
     return Owner(manager, UPDATE, api_version)
 
 
+def manager_errors(manager: str, at: str) -> list[FieldError]:
+    """Upstream's field manager rules: at most 128 bytes, printable (each bad
+    character named with its byte position, as Go's ``%#U`` prints it)."""
+    found: list[FieldError] = []
+    if len(manager.encode()) > MAX_MANAGER:
+        found.append(
+            FieldError(at, ErrorType.TOO_LONG, None, f"may not be more than {MAX_MANAGER} bytes")
+        )
+    position = 0
+    for char in manager:
+        if not char.isprintable():
+            detail = f"invalid character U+{ord(char):04X} (at position {position})"
+            found.append(FieldError(at, ErrorType.INVALID, manager, detail))
+        position += len(char.encode())
+    return found
+
+
+def entry_errors(raw: Any, at: str = "metadata.managedFields") -> list[FieldError]:
+    """What kube-apiserver refuses in the managedFields a client sends, by entry.
+
+    A single empty entry is the request to clear them (upstream takes it before
+    it validates); entries that are not objects are the decoder's to refuse."""
+    if not isinstance(raw, list) or raw == [{}]:
+        return []
+    found: list[FieldError] = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            continue
+        here = f"{at}[{i}]"
+        operation = entry.get("operation") or ""
+        if operation not in (APPLY, UPDATE):
+            found.append(
+                FieldError(
+                    f"{here}.operation",
+                    ErrorType.INVALID,
+                    str(operation),
+                    "must be `Apply` or `Update`",
+                )
+            )
+        fields_type = entry.get("fieldsType") or ""
+        if fields_type and fields_type != FIELDS_V1:
+            found.append(
+                FieldError(
+                    f"{here}.fieldsType", ErrorType.INVALID, str(fields_type), "must be `FieldsV1`"
+                )
+            )
+        found.extend(manager_errors(str(entry.get("manager") or ""), f"{here}.manager"))
+        subresource = str(entry.get("subresource") or "")
+        if len(subresource.encode()) > MAX_SUBRESOURCE:
+            found.append(
+                FieldError(
+                    f"{here}.subresource",
+                    ErrorType.TOO_LONG,
+                    None,
+                    f"may not be more than {MAX_SUBRESOURCE} bytes",
+                )
+            )
+    return found
+
+
 def decode(raw: Any) -> dict[Owner, Owned]:
     """``metadata.managedFields`` as owners; malformed entries are skipped."""
     out: dict[Owner, Owned] = {}
@@ -122,7 +191,7 @@ def encode(entries: Entries) -> list[dict[str, Any]]:
         }
         if owned.time:
             entry["time"] = owned.time
-        entry["fieldsType"] = "FieldsV1"
+        entry["fieldsType"] = FIELDS_V1
         entry["fieldsV1"] = to_fields_v1(owned.paths)
         if owner.subresource:
             entry["subresource"] = owner.subresource

@@ -25,22 +25,23 @@ from shiftnet.apiserver.apply_shapes import Shape
 from shiftnet.apiserver.fieldsets import Comparison, FieldSet, compare, leaf_values
 from shiftnet.apiserver.managed_fields import (
     BEFORE_FIRST_APPLY,
+    MAX_MANAGER,
     Entries,
     Owned,
     Owner,
     Ownership,
     decode,
     encode,
+    entry_errors,
     record_apply,
     record_update,
     updater,
 )
 from shiftnet.apiserver.patch import json_equal
 from shiftnet.apiserver.resources import ResourceInfo
-from shiftnet.apiserver.status import CAUSE_REASON, StatusError
+from shiftnet.apiserver.status import CAUSE_REASON, StatusError, invalid
 from shiftnet.errors import InvalidPatch
 
-MAX_MANAGER = 128
 KUBECTL = "kubectl"  # the manager kubectl apply --server-side sends
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -106,11 +107,20 @@ def parse_force(value: str | None, *, apply: bool) -> bool:
     return value.lower() in ("true", "1")
 
 
+def refuse_bad_entries(info: ResourceInfo, new: dict[str, Any], given: Any) -> None:
+    """The managedFields a write sent, checked as kube-apiserver checks them: a 422
+    naming each bad ``metadata.managedFields[i].<field>``."""
+    found = entry_errors(given)
+    if found:
+        raise invalid(info, str((new.get("metadata") or {}).get("name") or ""), found)
+
+
 def update_ownership(info: ResourceInfo, manager: str, shape: Shape) -> Ownership:
     """An Update by ``manager``: recorded on objects that already have managedFields."""
     owner = updater(manager, info.group_version)
 
     def record(old: dict[str, Any] | None, new: dict[str, Any], given: Any) -> Any:
+        refuse_bad_entries(info, new, given)
         stored = (old.get("metadata") or {}).get("managedFields") if old is not None else None
         entries = decode(given if given else stored)
         if not entries:

@@ -33,6 +33,7 @@ from shiftnet.api.validation import warnings as object_warnings
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, drop_unknown
 from shiftnet.apiserver.managed_fields import Ownership as Ownership  # handlers use it
+from shiftnet.apiserver.managed_fields import entry_errors
 from shiftnet.apiserver.namespaces import NamespaceLifecycle
 from shiftnet.apiserver.paging import decode_token, page
 from shiftnet.apiserver.resources import ResourceInfo
@@ -148,7 +149,11 @@ def check_valid(
 ) -> None:
     """Create rules, or with ``old`` the rules of an update of it; the kind's warnings
     about a valid object join the request's (``Warning`` headers)."""
-    found = field_errors(obj) if old is None else update_field_errors(obj, old)
+    if old is None:  # an update's managedFields are its Ownership hook's to check
+        sent = [e.to_dict() for e in obj.metadata.managed_fields or ()]
+        found = entry_errors(sent) + field_errors(obj)
+    else:
+        found = update_field_errors(obj, old)
     if found:
         raise invalid(info, obj.metadata.name, found)
     if check is not None:

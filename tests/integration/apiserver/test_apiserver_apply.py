@@ -337,3 +337,71 @@ def test_managed_fields_an_update_sent_with_keys_the_server_cannot_read(
     )
     assert again.spec.ports[0].target_port == 8081
     assert ["k:bad" in json.dumps(e.fields_v1) for e in again.metadata.managed_fields] == [False]
+
+
+def entry(**fields: Any) -> dict[str, Any]:
+    return {
+        "manager": "deployer",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {}},
+        **fields,
+    }
+
+
+def refused(call: Any) -> dict[str, Any]:
+    with pytest.raises(ApiException) as err:
+        call()
+    assert err.value.status == 422
+    found: dict[str, Any] = json.loads(err.value.body)
+    return found
+
+
+def test_managed_fields_sent_by_a_client_are_checked_as_upstream(
+    kube: client.ApiClient,
+) -> None:
+    """A create, an update and a patch sending managedFields kube-apiserver refuses get
+    its 422 naming ``metadata.managedFields[i].<field>``, and write nothing."""
+    core = client.CoreV1Api(kube)
+    body = {**service(8080), "metadata": {"name": "web", "managedFields": [entry()]}}
+    body["metadata"]["managedFields"] = [entry(operation="Bogus", fieldsType="FieldsV2")]
+    status = refused(lambda: core.create_namespaced_service("default", body))
+    assert status["message"] == (
+        'Service "web" is invalid: ['
+        'metadata.managedFields[0].operation: Invalid value: "Bogus": must be `Apply` or `Update`, '
+        'metadata.managedFields[0].fieldsType: Invalid value: "FieldsV2": must be `FieldsV1`]'
+    )
+    assert [c["field"] for c in status["details"]["causes"]] == [
+        "metadata.managedFields[0].operation",
+        "metadata.managedFields[0].fieldsType",
+    ]
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_service("web", "default")
+    assert gone.value.status == 404
+
+    made = core.patch_namespaced_service(
+        "web", "default", service(8080), field_manager="deployer", _content_type=APPLY
+    )
+    sent = kube.sanitize_for_serialization(made)
+    sent["metadata"]["managedFields"].append(entry(manager="m" * 129))
+    sent["spec"]["ports"][0]["targetPort"] = 8081
+    status = refused(lambda: core.replace_namespaced_service("web", "default", sent))
+    assert status["message"] == (
+        'Service "web" is invalid: metadata.managedFields[1].manager: '
+        "Too long: may not be more than 128 bytes"
+    )
+    patch = {"metadata": {"managedFields": [entry(manager="ci\u200b", subresource="s" * 257)]}}
+    status = refused(lambda: core.patch_namespaced_service("web", "default", patch))
+    assert status["message"] == (
+        'Service "web" is invalid: ['
+        'metadata.managedFields[0].manager: Invalid value: "ci\\u200b": '
+        "invalid character U+200B (at position 2), "
+        "metadata.managedFields[0].subresource: Too long: may not be more than 256 bytes]"
+    )
+    after = core.read_namespaced_service("web", "default")
+    assert after.spec.ports[0].target_port == 8080
+    assert after.metadata.resource_version == made.metadata.resource_version
+    assert [(e.manager, e.operation) for e in after.metadata.managed_fields] == [
+        ("deployer", "Apply")
+    ]

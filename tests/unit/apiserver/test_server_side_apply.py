@@ -28,6 +28,7 @@ from shiftnet.apiserver.managed_fields import (
     conflict_error,
     decode,
     encode,
+    entry_errors,
     pruned,
     record_apply,
     record_update,
@@ -556,3 +557,54 @@ def test_the_merge_and_ownership_modules_do_no_io() -> None:
     io += ["shiftnet.store", "shiftnet.informer", "shiftnet.apiserver.verbs"]
     found = check(src, "shiftnet", pure, io)
     assert [v for v in found if v.rule == "pure-imports-io"] == []
+
+
+def _entry(**fields: Any) -> dict[str, Any]:
+    return {"manager": "m", "operation": "Update", "apiVersion": "v1", **fields}
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ([_entry(), _entry(operation="Apply", fieldsType="FieldsV1")], []),
+        ([{}], []),  # the request to clear them
+        ([_entry(manager="m" * 128, subresource="s" * 256)], []),
+        ([_entry(manager="")], []),
+        (
+            [_entry(), _entry(operation="apply")],
+            [
+                'metadata.managedFields[1].operation: Invalid value: "apply": '
+                "must be `Apply` or `Update`"
+            ],
+        ),
+        (
+            [_entry(operation=None)],
+            ['metadata.managedFields[0].operation: Invalid value: "": must be `Apply` or `Update`'],
+        ),
+        (
+            [_entry(fieldsType="FieldsV2")],
+            ['metadata.managedFields[0].fieldsType: Invalid value: "FieldsV2": must be `FieldsV1`'],
+        ),
+        (
+            [_entry(manager="é" * 65)],  # 130 bytes
+            ["metadata.managedFields[0].manager: Too long: may not be more than 128 bytes"],
+        ),
+        (
+            [_entry(manager="a\tb\u200b")],
+            [
+                'metadata.managedFields[0].manager: Invalid value: "a\\tb\\u200b": '
+                "invalid character U+0009 (at position 1)",
+                'metadata.managedFields[0].manager: Invalid value: "a\\tb\\u200b": '
+                "invalid character U+200B (at position 3)",
+            ],
+        ),
+        (
+            [_entry(subresource="s" * 257)],
+            ["metadata.managedFields[0].subresource: Too long: may not be more than 256 bytes"],
+        ),
+    ],
+)
+def test_managed_fields_a_client_sends_are_checked_as_upstream(
+    entries: list[dict[str, Any]], expected: list[str]
+) -> None:
+    assert [str(e) for e in entry_errors(entries)] == expected
