@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_up import (  # noqa: F401  (up_env is a fixture)
+from tests.e2e.test_up import (
     REPO,
     SHIFTNET,
     UpProcess,
     haproxy_pids,
     pod_pids,
     through_router,
-    up_env,
 )
 from tests.support.tls import TestCA
 
@@ -155,7 +154,7 @@ def wait_for(check, timeout: float = 30):  # type: ignore[no-untyped-def]
 
 
 def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
-    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
     state, env = up_env

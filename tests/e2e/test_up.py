@@ -11,19 +11,16 @@ import http.client
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import dns.message
 import dns.query
 import pytest
-from tests.support.ports import free_port
 from tests.support.scrape import scrape
 
 from shiftnet.sdn.pidfiles import process_start_time, read_record
@@ -62,29 +59,6 @@ class UpProcess:
     def rest(self) -> str:
         assert self.proc.stdout is not None
         return self.proc.stdout.read()
-
-
-@pytest.fixture
-def demo_copy(tmp_path: Path) -> Path:
-    dst = tmp_path / "somewhere" / "demo"
-    shutil.copytree(REPO / "examples" / "demo", dst)
-    return dst
-
-
-@pytest.fixture
-def up_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    state = tmp_path / "state"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
-    env["SHIFTNET_HOME"] = str(state)
-    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp_path / "clusters")  # not the user's own registry
-    # never the host's 80/443/53: the router and DNS of `up` get free high ports
-    env["ROUTER_SERVICE_HTTP_PORT"] = str(free_port())
-    env["ROUTER_SERVICE_HTTPS_PORT"] = str(free_port())
-    env["STATS_PORT"] = str(free_port())
-    env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
-    env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"  # never the host's 6443
-    env["SHIFTNET_CLUSTERS_DIR"] = str(tmp_path / "clusters")  # claims of this test only
-    yield state, env
 
 
 def routed_2xx(metrics_url: str, http_port: str, timeout: float = 20) -> float:

@@ -18,7 +18,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, up_env  # noqa: F401
+from tests.e2e.test_up import SHIFTNET, UpProcess
+from tests.support.kubectl import kube_env, kubectl_json, shiftnet_apply, wait_for
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -57,6 +58,15 @@ def health(port: int) -> tuple[int, dict[str, object]]:
         return err.code, json.loads(err.read())
 
 
+def closed(port: int) -> bool:
+    """Whether nothing answers on ``port`` any more."""
+    try:
+        health(port)
+    except OSError:
+        return True
+    return False
+
+
 def local_ready(endpoints: dict[str, object]) -> bool:
     """Whether an Endpoints object has a ready address on node ``e2e``."""
     subsets = endpoints.get("subsets") or []
@@ -65,24 +75,6 @@ def local_ready(endpoints: dict[str, object]) -> bool:
         for subset in subsets  # type: ignore[attr-defined]
         for a in subset.get("addresses") or []
     )
-
-
-def kubectl_json(env: dict[str, str], *args: str) -> dict[str, object]:
-    got = subprocess.run(
-        ["/usr/bin/kubectl", *args, "-o", "json"],
-        env=env, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    assert got.returncode == 0, got.stderr
-    out: dict[str, object] = json.loads(got.stdout)
-    return out
-
-
-def apply(env: dict[str, str], manifest: str) -> None:
-    done = subprocess.run(
-        [str(SHIFTNET), "apply", "-f", "-"],
-        input=manifest, env=env, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
 
 
 def described_rows(env: dict[str, str], *args: str) -> dict[str, str]:
@@ -96,11 +88,11 @@ def described_rows(env: dict[str, str], *args: str) -> dict[str, str]:
 
 
 def test_local_load_balancer_health_check_allocated_served_and_released(
-    demo_copy: Path,  # noqa: F811
-    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    demo_copy: Path,
+    up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
-    state, env = up_env
+    _state, env = up_env
     first = two_free_ports()
     env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{first}-{first + 1}"
     net = f"127.{random.randint(100, 199)}.0.0/16"
@@ -111,16 +103,13 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
     )
     try:
         up.read_until(r"Press Ctrl-C", timeout=120)
-        apply(env, LOCAL_LB)
-        kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))
-        deadline = time.monotonic() + 30
-        spec: dict[str, object] = {}
-        while time.monotonic() < deadline:
-            svc = kubectl_json(kube_env, "get", "svc", "hello-local", "-n", "demo")
-            spec = svc["spec"]  # type: ignore[assignment]
-            if spec.get("healthCheckNodePort"):
-                break
-            time.sleep(0.3)
+        shiftnet_apply(env, LOCAL_LB)
+        kenv = kube_env(env, tmp_path)
+        svc = wait_for(
+            lambda: kubectl_json(kenv, "get", "svc", "hello-local", "-n", "demo"),
+            lambda found: bool(found["spec"].get("healthCheckNodePort")),
+        )
+        spec = svc["spec"]
         hc = spec.get("healthCheckNodePort")
         assert hc == first + 1, spec  # after the service port's node port, as upstream
         described = described_rows(env, "svc", "hello-local", "-n", "demo")
@@ -128,22 +117,14 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
         assert described["External Traffic Policy"] == "Local"
         assert described["HealthCheck NodePort"] == str(hc)
         # the node's hello pods are ready endpoints of the Service ...
-        deadline = time.monotonic() + 60
-        while not local_ready(
-            kubectl_json(kube_env, "get", "endpoints", "hello-local", "-n", "demo")
-        ):
-            assert time.monotonic() < deadline, "no ready endpoint on node e2e"
-            time.sleep(0.3)
+        wait_for(
+            lambda: kubectl_json(kenv, "get", "endpoints", "hello-local", "-n", "demo"),
+            local_ready,
+            timeout=60,
+        )
         # ... but user-space never opens a Local Service's node port, so its health check
         # says no local endpoint (503), and keeps saying it
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, body = health(int(hc))
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the health check port never answered"
-                time.sleep(0.3)
+        status, body = wait_for(lambda: health(int(hc)), lambda _: True, retry_on=(OSError,))
         settled = time.monotonic() + 3  # the proxy syncs within 0.1 s of a change
         while True:
             assert status == 503, body
@@ -156,23 +137,16 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
                 break
             time.sleep(0.2)
             status, body = health(int(hc))
-        node_port = spec["ports"][0]["nodePort"]  # type: ignore[index]
+        node_port = spec["ports"][0]["nodePort"]
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", int(node_port))) != 0, "node port opened"
         # back to the Cluster policy: the port is given back and the proxy closes it
-        apply(
+        shiftnet_apply(
             env, LOCAL_LB.replace("externalTrafficPolicy: Local", "externalTrafficPolicy: Cluster")
         )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                health(int(hc))
-            except OSError:
-                break
-            assert time.monotonic() < deadline, "the health check port still answers"
-            time.sleep(0.3)
-        svc = kubectl_json(kube_env, "get", "svc", "hello-local", "-n", "demo")
-        assert "healthCheckNodePort" not in svc["spec"]  # type: ignore[operator]
+        wait_for(lambda: closed(int(hc)), bool)  # the health check port stops answering
+        svc = kubectl_json(kenv, "get", "svc", "hello-local", "-n", "demo")
+        assert "healthCheckNodePort" not in svc["spec"]
         described = described_rows(env, "svc", "hello-local", "-n", "demo")
         assert described["External Traffic Policy"] == "Cluster"
         assert "HealthCheck NodePort" not in described

@@ -4,17 +4,16 @@ applied, served by the router, re-applied after the master and router wrote to t
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, through_router, up_env  # noqa: F401
+from tests.e2e.test_up import SHIFTNET, UpProcess, through_router
+from tests.support.kubectl import kube_env, kubectl, kubectl_json, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -36,42 +35,41 @@ spec:
 
 
 class Kubectl:
+    """kubectl in namespace ``mynamespace``, applying from a file as a user does."""
+
     def __init__(self, env: dict[str, str], tmp_path: Path) -> None:
-        self.env = dict(env, KUBECONFIG=env["SHIFTNET_HOME"] + "/kubeconfig", HOME=str(tmp_path))
+        self.env = kube_env(env, tmp_path)
         self.manifest = tmp_path / "applied.yaml"
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["/usr/bin/kubectl", "-n", "mynamespace", *args],
-            env=self.env, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+        return kubectl(self.env, "-n", "mynamespace", *args)
 
     def apply(self, text: str, *flags: str) -> subprocess.CompletedProcess[str]:
         self.manifest.write_text(text)
         return self.run("apply", "--server-side", *flags, "-f", str(self.manifest))
 
     def get(self, *what: str) -> Any:
-        got = self.run("get", *what, "-o", "json")
-        assert got.returncode == 0, got.stderr
-        return json.loads(got.stdout)
+        return kubectl_json(self.env, "-n", "mynamespace", "get", *what)
 
 
 def _settled(kubectl: Kubectl, timeout: float = 30) -> tuple[str, str]:
     """The resourceVersions once the master gave the Service its address and the
     router admitted the Route (their writes come first)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        svc, route = kubectl.get("svc", "ssa-web"), kubectl.get("route", "ssa")
-        if svc["spec"].get("clusterIP") and route.get("status", {}).get("ingress"):
-            return svc["metadata"]["resourceVersion"], route["metadata"]["resourceVersion"]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not settled: {svc['spec']} {route.get('status')}")
-        time.sleep(0.3)
+
+    def done(got: tuple[Any, Any]) -> bool:
+        svc, route = got
+        return bool(svc["spec"].get("clusterIP") and route.get("status", {}).get("ingress"))
+
+    def both() -> tuple[Any, Any]:
+        return kubectl.get("svc", "ssa-web"), kubectl.get("route", "ssa")
+
+    svc, route = wait_for(both, done, timeout)
+    return svc["metadata"]["resourceVersion"], route["metadata"]["resourceVersion"]
 
 
 def test_server_side_apply_on_a_running_cluster(
-    demo_copy: Path,  # noqa: F811
-    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    demo_copy: Path,
+    up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
     _state, env = up_env

@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_up import SHIFTNET, UpProcess, demo_copy, up_env  # noqa: F401
+from tests.e2e.test_up import UpProcess
+from tests.support.kubectl import kube_env, kubectl, shiftnet_apply, wait_for
 from tests.support.ports import free_cluster_network, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -36,22 +35,24 @@ def get(url: str) -> str:
 
 
 def eventually_get(url: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return get(url)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    return wait_for(lambda: get(url), lambda _: True, timeout, interval=0.2, retry_on=(OSError,))
+
+
+def closed(url: str) -> bool:
+    """Whether nothing answers at ``url`` any more."""
+    try:
+        get(url)
+    except OSError:
+        return True
+    return False
 
 
 def test_load_balancer_service_on_the_local_pool_and_a_node_port(
-    demo_copy: Path,  # noqa: F811
-    up_env: tuple[Path, dict[str, str]],  # noqa: F811
+    demo_copy: Path,
+    up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
-    state, env = up_env
+    _state, env = up_env
     node_port = free_port()
     env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{node_port}-{node_port}"  # a free high port
     net = free_cluster_network()  # apart from other clusters' pods
@@ -62,23 +63,12 @@ def test_load_balancer_service_on_the_local_pool_and_a_node_port(
     )
     try:
         up.read_until(r"Press Ctrl-C", timeout=120)
-        applied = subprocess.run(
-            [str(SHIFTNET), "apply", "-f", "-"],
-            input=LB_SERVICE, env=env, capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-        assert applied.returncode == 0, applied.stderr
-        kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))
-        deadline = time.monotonic() + 30
-        row = ""
-        while time.monotonic() < deadline:
-            got = subprocess.run(
-                ["/usr/bin/kubectl", "get", "svc", "hello-lb", "-n", "demo", "--no-headers"],
-                env=kube_env, capture_output=True, text=True, timeout=30,
-            )  # fmt: skip
-            row = got.stdout
-            if re.search(r"127\.\d+\.0\.\d+\s+8080:\d+/TCP", row):
-                break
-            time.sleep(0.3)
+        shiftnet_apply(env, LB_SERVICE)
+        kenv = kube_env(env, tmp_path)
+        row = wait_for(
+            lambda: kubectl(kenv, "get", "svc", "hello-lb", "-n", "demo", "--no-headers").stdout,
+            lambda shown: bool(re.search(r"127\.\d+\.0\.\d+\s+8080:\d+/TCP", shown)),
+        )
         match = re.search(r"LoadBalancer\s+\S+\s+(127\.\d+\.0\.\d+)\s+8080:(\d+)/TCP", row)
         assert match, row
         lb_ip, shown_port = match.group(1), int(match.group(2))
@@ -88,20 +78,9 @@ def test_load_balancer_service_on_the_local_pool_and_a_node_port(
         assert "pod=hello-" in eventually_get(f"http://127.0.0.1:{node_port}/via-node-port")
         # back to ClusterIP: the node port and the address are given back and stop answering
         cluster_ip_only = LB_SERVICE.replace("type: LoadBalancer", "type: ClusterIP")
-        changed = subprocess.run(
-            [str(SHIFTNET), "apply", "-f", "-"],
-            input=cluster_ip_only, env=env, capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-        assert changed.returncode == 0, changed.stderr
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                get(f"http://127.0.0.1:{node_port}/")
-            except OSError:
-                break
-            time.sleep(0.3)
-        else:
-            raise AssertionError("the node port still answers after the type change")
+        shiftnet_apply(env, cluster_ip_only)
+        # the node port stops answering after the type change
+        wait_for(lambda: closed(f"http://127.0.0.1:{node_port}/"), bool)
         os.killpg(up.proc.pid, signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.rest()
     finally:
