@@ -14,6 +14,7 @@ import re
 import socket
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -200,6 +201,13 @@ async def _true(value: bool) -> bool:
     return value
 
 
+def _collect(proc: subprocess.Popen[str], into: list[str]) -> None:
+    """Every line ``proc`` prints, as it prints it (until it exits)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        into.append(line)
+
+
 async def test_shiftnet_logs_router_prints_and_follows_across_rotation(tmp_path: Path) -> None:
     env = RouterEnv(tmp_path, {"ROUTER_ACCESS_LOG_MAX_BYTES": "3000"})
     sn = Shiftnet(f"sqlite:///{tmp_path}/cli.db", env.state_dir)
@@ -224,14 +232,31 @@ async def test_shiftnet_logs_router_prints_and_follows_across_rotation(tmp_path:
                 [SHIFTNET, "--store", sn.store, "logs", "router", "-f", "--tail", "0"],
                 env=sn.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
-            await asyncio.sleep(1.0)  # the follower reached the end of the file
+            printed: list[str] = []
+            reader = threading.Thread(target=_collect, args=(follower, printed), daemon=True)
+            reader.start()
+            marks = 0
+
+            async def caught_up() -> bool:
+                """The follower is at the end of the file once it prints a later request."""
+                nonlocal marks
+                marks += 1
+                assert (await env.get("cli.example.com", f"/caught-up-{marks}")).status == 200
+                await asyncio.sleep(0.2)
+                return any("/caught-up-" in line for line in printed)
+
+            await env.eventually(caught_up, timeout=60)
             for i in range(30):  # about 250 bytes a line: rotates twice
                 assert (await env.get("cli.example.com", f"/followed-{i}")).status == 200
                 await asyncio.sleep(0.03)
             await lines_with(env, "/followed-29")
-            await asyncio.sleep(1.0)
+            await env.eventually(
+                lambda: _true(any("/followed-29 " in line for line in printed)), timeout=30
+            )
             follower.terminate()
-            out, _ = await asyncio.to_thread(follower.communicate, timeout=10)
+            await asyncio.to_thread(follower.wait, 10)
+            await asyncio.to_thread(reader.join, 10)
+            out = "".join(printed)
             seen = [f"/followed-{i} " in out for i in range(30)]
             assert all(seen), f"lines missed by -f: {[i for i, s in enumerate(seen) if not s]}"
             assert "/before " not in out  # --tail 0: only what comes next
