@@ -12,7 +12,6 @@ import hashlib
 import http.client
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -31,6 +30,7 @@ from tests.e2e.test_up import (
     pod_pids,
     through_router,
 )
+from tests.support.ports import free_cluster_network
 from tests.support.tls import TestCA
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -164,7 +164,7 @@ def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
     shutil.copy(REPO / "examples" / "demo" / "podserver.py", app)
     (app / "app.yaml").write_text(APP)
     (tmp_path / "ingress.yaml").write_text(INGRESS)
-    net = f"127.{random.randint(100, 199)}.0.0/16"  # apart from other tests' pods
+    net = free_cluster_network()  # apart from other clusters' pods
 
     def shiftnet(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
