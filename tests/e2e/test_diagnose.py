@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -22,9 +21,8 @@ from pathlib import Path
 
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, haproxy_pids, pod_pids
-from tests.support.ports import free_port
+from tests.support.ports import free_cluster_network, free_port
 
-from shiftnet.claims.probe import bound_loopback_addresses
 from shiftnet.router.haproxy.process import socket_dir
 
 # Route hosts live under .invalid (RFC 2606): no resolver anywhere answers them, so the
@@ -129,13 +127,6 @@ class Cluster:
             time.sleep(0.5)
 
 
-def _free_second_octet() -> int:
-    """A 127.X.0.0/16 no socket on this machine is bound in (pods bind loopback addresses
-    without configuring them), judged by the probe ``shiftnet up`` itself uses."""
-    used = {a.packed[1] for a in bound_loopback_addresses()}
-    return random.choice([x for x in range(100, 200) if x not in used])
-
-
 @contextlib.contextmanager
 def running_cluster(tmp: Path, extra_env: dict[str, str]) -> Iterator[Cluster]:
     """A ``shiftnet up`` of MANIFESTS on free ports, stopped (with every pod) at the end."""
@@ -153,7 +144,7 @@ def running_cluster(tmp: Path, extra_env: dict[str, str]) -> Iterator[Cluster]:
     env["SHIFTNET_DNS_LISTEN"] = f"127.0.0.1:{free_port()}"
     env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"
     env.update(extra_env)
-    net = f"127.{_free_second_octet()}.0.0/16"
+    net = free_cluster_network()
     up = UpProcess(
         ["up", "-f", str(manifests), "--node-name", "diag", "--cluster-network", net],
         cwd=manifests,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import random
 import re
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 import dns.message
 import dns.query
 import pytest
+from tests.support.ports import free_cluster_network
 from tests.support.scrape import scrape
 
 from shiftnet.sdn.pidfiles import process_start_time, read_record
@@ -127,7 +127,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
     demo_copy: Path, up_env: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     state, env = up_env
-    net = f"127.{random.randint(100, 199)}.0.0/16"  # apart from other tests' pods
+    net = free_cluster_network()  # apart from other tests' pods
     up = UpProcess(
         ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
         cwd=tmp_path,  # not the repository, not the demo directory
@@ -352,7 +352,7 @@ def test_impatient_second_ctrl_c_still_stops_every_pod(
     demo_copy: Path, up_env: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     state, env = up_env
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = free_cluster_network()
     up = UpProcess(
         ["up", "-f", str(demo_copy), "--node-name", "e2e-twice", "--cluster-network", net],
         cwd=tmp_path,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess
 from tests.support.kubectl import kube_env, kubectl_json, shiftnet_apply, wait_for
-from tests.support.ports import free_port
+from tests.support.ports import free_cluster_network, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -95,7 +94,7 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
     _state, env = up_env
     first = two_free_ports()
     env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{first}-{first + 1}"
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = free_cluster_network()
     up = UpProcess(
         ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
         cwd=tmp_path,

@@ -5,7 +5,6 @@ applied, served by the router, re-applied after the master and router wrote to t
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, through_router
 from tests.support.kubectl import kube_env, kubectl, kubectl_json, wait_for
+from tests.support.ports import free_cluster_network
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -73,7 +73,7 @@ def test_server_side_apply_on_a_running_cluster(
     tmp_path: Path,
 ) -> None:
     _state, env = up_env
-    net = f"127.{random.randint(100, 199)}.0.0/16"
+    net = free_cluster_network()
     up = UpProcess(
         ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
         cwd=tmp_path,
