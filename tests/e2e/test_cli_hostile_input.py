@@ -187,10 +187,21 @@ def test_an_etcd_that_does_not_answer_is_named_with_the_timeout(tmp_path: Path) 
         assert etcd.proc is not None
         os.kill(etcd.proc.pid, signal.SIGSTOP)  # accepts connections, answers nothing
         try:
-            res = Shiftnet(etcd.url, tmp_path / "home").run("get", "pods", timeout=60)
+            url = f"{etcd.url}?timeout=0.5"  # the URL's option, not the 10 s default
+            res = Shiftnet(url, tmp_path / "home").run("get", "pods", timeout=60)
         finally:
             os.kill(etcd.proc.pid, signal.SIGCONT)
     assert res.returncode == 1
     line = one_error_line(res.stderr)
-    assert f"http://127.0.0.1:{etcd.client_port}" in line, line
-    assert "timed out after 10 s" in line, line
+    assert f"http://127.0.0.1:{etcd.client_port} (" in line, line
+    assert "timed out after 0.5 s" in line, line
+
+
+@pytest.mark.parametrize("option", ["timeout=soon", "timeout=0", "timeout=inf", "retries=3"])
+def test_a_bad_etcd_url_option_is_named(tmp_path: Path, option: str) -> None:
+    res = Shiftnet(f"etcd://127.0.0.1:1?{option}", tmp_path / "home").run("get", "pods")
+    assert res.returncode == 1, (res.returncode, res.stdout, res.stderr[-2000:])
+    assert res.stdout == ""
+    line = one_error_line(res.stderr)
+    assert "?timeout=SECONDS" in line or "option timeout must be a positive number" in line, line
+    assert "cannot reach etcd" not in line, line  # refused before any request

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +21,7 @@ import httpx
 from shiftnet.api.selectors import parse_selector
 from shiftnet.errors import (
     AlreadyExists,
+    ConfigError,
     Conflict,
     Expired,
     NotFound,
@@ -32,6 +34,7 @@ from shiftnet.store.meta import key_of, prepare_create, prepare_update, with_rev
 log = logging.getLogger(__name__)
 
 PREFIX = "/registry"
+DEFAULT_TIMEOUT = 10.0  # seconds: connect, write and pool (x3); watches never time out reading
 
 
 def _b64(s: str | bytes) -> str:
@@ -62,9 +65,36 @@ def resource_prefix(resource: str, namespace: str | None = None) -> str:
 
 
 def endpoints_from_url(url: str) -> list[str]:
-    """``etcd://h1:p1,h2:p2`` → ``["http://h1:p1", "http://h2:p2"]``."""
-    hosts = url[len("etcd://") :].strip("/")
+    """``etcd://h1:p1,h2:p2`` → ``["http://h1:p1", "http://h2:p2"]`` (options ignored)."""
+    hosts = url[len("etcd://") :].partition("?")[0].strip("/")
     return [f"http://{h}" for h in hosts.split(",") if h]
+
+
+def timeout_from_url(url: str) -> float:
+    """The request timeout ``etcd://...?timeout=SECONDS`` asks for (default 10 s).
+
+    Like ``kube://...?context=NAME``, the URL is the one place a store is configured,
+    so every component and ``--store``/``SHIFTNET_STORE`` accept it unchanged.
+    """
+    _, sep, query = url.partition("?")
+    if not sep:
+        return DEFAULT_TIMEOUT
+    key, eq, value = query.partition("=")
+    if key != "timeout" or not eq:
+        raise ConfigError(
+            f'store URL "{shorten(url)}": the only option is ?timeout=SECONDS '
+            "(the etcd request timeout)"
+        )
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(
+            f'store URL "{shorten(url)}": option timeout must be a positive number of '
+            f'seconds, not "{shorten(value)}"'
+        )
+    return seconds
 
 
 _OPERATIONS = {
@@ -98,12 +128,13 @@ def describe_failure(exc: Exception, timeout: float) -> str:
 
 
 class EtcdStore:
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, timeout: float | None = None) -> None:
+        """``timeout`` (seconds) overrides the URL's ``?timeout=``."""
         self.url = url
         self.endpoints = endpoints_from_url(url)
         if not self.endpoints:
             raise StoreUnavailable(f'store URL "{url}" names no etcd host')
-        self._timeout = timeout
+        self._timeout = timeout_from_url(url) if timeout is None else timeout
         self._client: httpx.AsyncClient | None = None
         self._current = 0
 
