@@ -28,7 +28,7 @@ Processes enter a network namespace with ``nsenter --net`` rather than
 namespace, and pod namespaces the agent mounts under ``/run/netns`` there
 would be invisible to everyone else.
 
-``down`` stops every process by the pid it recorded and deletes every
+``down`` stops every process by the pid it recorded (all at once) and deletes every
 namespace (links, routes and rulesets inside them go with them). Nothing is
 installed in the host's own network namespace.
 """
@@ -196,7 +196,7 @@ class Lab:
                     os.killpg(p.pid, signal.SIGKILL)
                 _reap(p.pid)
             else:
-                _stop_group(p.pid)
+                _stop_groups([p.pid])
             state.processes.remove(p)
         self._save(state)
 
@@ -415,9 +415,8 @@ class Lab:
         state = self.load()
         stopped: list[str] = []
         if state is not None:
-            for p in reversed(state.processes):
-                if _stop_group(p.pid):
-                    stopped.append(f"{p.role} (pid {p.pid})")
+            signalled = set(_stop_groups([p.pid for p in state.processes]))
+            stopped = [f"{p.role} (pid {p.pid})" for p in state.processes if p.pid in signalled]
         removed = self.underlay.down()
         for name in removed:  # resolv.conf of pods whose agent could not tear them down
             if name.startswith("sn-pod-"):
@@ -456,21 +455,45 @@ def _alive(pid: int) -> bool:
     return done == 0
 
 
-def _stop_group(pid: int, grace: float = 10.0) -> bool:
-    """SIGTERM the process group ``pid`` leads, then SIGKILL after ``grace`` seconds."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
+def _stop_groups(pids: list[int], grace: float = 10.0, kill_wait: float = 2.0) -> list[int]:
+    """Stop the process groups ``pids`` lead, all at once: SIGTERM every group, wait for
+    all of them under one ``grace`` deadline, then SIGKILL the groups still there.
+
+    Each process takes a moment to shut down, so signalling them together costs the
+    slowest one's time, not the sum. Returns the pids that were signalled (those whose
+    group was already gone are left out). Zombies of our own children are reaped as
+    we wait, so they do not count as alive.
+    """
+    signalled: list[int] = []
+    for pid in pids:
         try:
-            os.killpg(pid, 0)
+            os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
-            return True
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+            continue
+        signalled.append(pid)
+    waiting = _groups_alive(signalled, grace)
+    for pid in waiting:
+        log.warning("lab process did not stop on SIGTERM; killing pid=%d grace_s=%g", pid, grace)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    _groups_alive(waiting, kill_wait)
+    return signalled
+
+
+def _groups_alive(pids: list[int], timeout: float) -> list[int]:
+    """Wait up to ``timeout`` seconds for the process groups ``pids`` lead to be gone;
+    the ones still there."""
+    waiting = list(pids)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for pid in list(waiting):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                waiting.remove(pid)
+        if not waiting or time.monotonic() >= deadline:
+            break
         time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    return True
+    return waiting
