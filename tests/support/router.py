@@ -27,7 +27,6 @@ import pytest
 
 from shiftnet.api import Endpoints, Namespace, Route, Service
 from shiftnet.client import Client
-from shiftnet.router import metrics
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.process import HAProxyProcess, fit_limits, socket_dir
 from shiftnet.store import open_store
@@ -380,22 +379,8 @@ class RouterEnv:
         return next((e for e in r.status.ingress if e.router_name == self.config.name), None)
 
 
-def forget_backends_of_stopped_routers() -> None:
-    """Drop the per-backend series earlier tests' routers left in this process's registry.
-
-    A router publishes one series per HAProxy backend in the process-wide registry,
-    and stopping it leaves them there: after a few hundred routes in earlier tests,
-    every scrape renders them all again (a 3,000-scrape test took 19 s instead of 5).
-    A router process ends with its router, and its series with it; tests start many
-    routers in one process, so a test's own router starts from an empty table.
-    """
-    metrics.BACKEND_REQUESTS.clear()
-    metrics.BACKEND_ERRORS.clear()
-
-
 @pytest.fixture
 async def router_env(tmp_path: Path) -> AsyncIterator[RouterEnv]:
-    forget_backends_of_stopped_routers()
     env = RouterEnv(tmp_path)
     try:
         await env.start()

@@ -7,10 +7,11 @@ process from colliding on the global default registry.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -83,6 +84,15 @@ BACKEND_ERRORS = Gauge(
     ["backend"],
     registry=REGISTRY,
 )
+
+
+def remove_backend_series(backends: Iterable[str]) -> None:
+    """Drop the per-backend series of ``backends``: ones HAProxy no longer has, or all
+    of a router that stopped (the registry outlives routers started in one process)."""
+    for name in backends:
+        for gauge in (BACKEND_REQUESTS, BACKEND_ERRORS):
+            with contextlib.suppress(KeyError):
+                gauge.remove(name)
 
 
 class HAProxyCollector(Collector):

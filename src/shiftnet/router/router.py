@@ -153,6 +153,7 @@ class Router:
             self._write_latest_statuses, max_interval=RESYNC_SECONDS, name="router-status"
         )
         self._stats_known: dict[str, tuple[int, int]] = {}  # what the last stats poll published
+        self._backend_series: set[str] = set()  # backends whose series this router published
         self._default_cert: Path | None = None
         self.stats_credentials: StatsCredentials | None = None  # known once started
         self.synced = False
@@ -227,6 +228,10 @@ class Router:
         if self._own_informers:
             await self.informers.stop()
         await self.driver.stop(stop_haproxy=stop_haproxy)
+        # No more polls: this router's per-backend series leave the shared registry.
+        metrics.remove_backend_series(self._backend_series)
+        self._backend_series = set()
+        self._stats_known = {}
         if self.access_log is not None:
             await self.access_log.stop()
             self.access_log = None
@@ -528,10 +533,9 @@ class Router:
             if known.get(name) != (requests, errors):
                 metrics.BACKEND_REQUESTS.labels(backend=name).set(requests)
                 metrics.BACKEND_ERRORS.labels(backend=name).set(errors)
-        for gone in known.keys() - counts.keys():
-            with contextlib.suppress(KeyError):
-                metrics.BACKEND_REQUESTS.remove(gone)
-                metrics.BACKEND_ERRORS.remove(gone)
+        gone = (known.keys() | self._backend_series) - counts.keys()
+        metrics.remove_backend_series(gone)
+        self._backend_series = set(counts)
         return counts
 
 

@@ -454,6 +454,41 @@ async def test_metrics_and_describe(router_env: RouterEnv) -> None:
         assert Endpoints  # the kinds used above are the API's own
 
 
+def _backend_series(text: str) -> dict[str, float]:
+    """``{'name{labels}': value}`` of the per-backend series in a scrape's text."""
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(
+            ("haproxy_backend_http_requests_total{", "haproxy_backend_errors_total{")
+        )
+    }
+
+
+async def test_stopped_router_leaves_no_backend_series(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A library user who starts and stops routers in one process scrapes only live ones."""
+    from prometheus_client import generate_latest
+
+    env = RouterEnv(tmp_path)
+    try:
+        with backends("gone-1") as pods:
+            await env.start()
+            await serve(env, "demo", "gone", pods, host="gone.example.com")
+            await env.eventually(
+                lambda: _when(env.get("gone.example.com"), lambda r: r.status == 200)
+            )
+            await env.router.update_backend_metrics()
+            ours = _backend_series(generate_latest(metrics.REGISTRY).decode())
+            assert any(v >= 1 for k, v in ours.items() if "requests" in k), ours  # our request
+            await env.router.stop()
+            after = generate_latest(metrics.REGISTRY).decode()
+            left = ours.keys() & _backend_series(after).keys()
+            assert not left, sorted(left)[:5]
+            assert "template_router_reload_seconds_count" in after  # router-wide series stay
+    finally:
+        await env.stop()
+
+
 async def test_route_host_and_path_change_without_reload(router_env: RouterEnv) -> None:
     env = router_env
     with backends("mv-1") as pods:
