@@ -241,6 +241,11 @@ class LocalCluster:
                 lines.extend(str(line) for line in fn())
         return lines
 
+    def reserved_ports(self) -> frozenset[int]:
+        """The ports claimed for this cluster's listeners (router, DNS, API): free until
+        their component binds them, so no port-0 endpoint may take one meanwhile."""
+        return frozenset(int(p) for p in self.config.extra.get("reserved_ports", ()))
+
     def component(self, name: str) -> Component | None:
         return next((c for c in self.started if c.name == name), None)
 
@@ -295,7 +300,7 @@ class LocalCluster:
             return None
         from shiftnet.metrics_endpoint import MetricsEndpoint
 
-        endpoint = MetricsEndpoint(f"{host}:0", collectors())
+        endpoint = MetricsEndpoint(f"{host}:0", collectors(), self.reserved_ports())
         self.metrics[comp.name] = endpoint
         return endpoint.url
 

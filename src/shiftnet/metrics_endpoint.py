@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.registry import Collector
 
 from shiftnet.errors import ConfigError
+from shiftnet.free_ports import free_port_avoiding
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +37,18 @@ def metrics_address(text: str) -> tuple[str, int]:
 class MetricsEndpoint:
     """``http://ADDR:PORT/metrics`` serving ``collectors`` until :meth:`stop`."""
 
-    def __init__(self, listen: str, collectors: Iterable[Collector]) -> None:
+    def __init__(
+        self, listen: str, collectors: Iterable[Collector], avoid: Collection[int] = ()
+    ) -> None:
+        """``avoid``: ports a port-0 ``listen`` must not get (the cluster's claimed ones)."""
         self.host, port = metrics_address(listen)
         self.registry = CollectorRegistry(auto_describe=False)  # no scrape at registration
         for collector in collectors:
             self.registry.register(collector)
+
         try:
+            if port == 0 and avoid:  # a free port, chosen first: starting servers is slow
+                port = free_port_avoiding(self.host, avoid)
             server, self._thread = start_http_server(port, addr=self.host, registry=self.registry)
         except OSError as err:
             raise ConfigError(

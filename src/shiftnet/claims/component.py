@@ -198,6 +198,7 @@ class ClaimsComponent:
         api_host = f"[{api_host}]" if ":" in api_host else api_host
         api["listen"] = f"{api_host}:{decision.claims.ports['api']}"
         cfg.extra["apiserver"] = api
+        cfg.extra["reserved_ports"] = sorted(set(decision.claims.ports.values()))
 
     async def stop(self) -> None:
         return None  # claims outlive a stop: the next start keeps them

@@ -39,6 +39,7 @@ class ProxyComponent:
             mode=mode, node_name=getattr(cfg, "node_name", None), healthz_bind_address=healthz
         )
         self.proxy = ServiceProxy(cluster.require_store(), self.config)
+        self.proxy.health.avoid = cluster.reserved_ports()
 
     async def start(self) -> None:
         await self.proxy.start()

@@ -15,11 +15,12 @@ import datetime
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import cast
 
 from shiftnet.api import Endpoints, Service
 from shiftnet.errors import ConfigError
+from shiftnet.free_ports import bind_avoiding
 from shiftnet.proxy import healthcheck_model as model
 from shiftnet.proxy.healthcheck_model import HealthCheckTarget
 
@@ -114,10 +115,23 @@ class HttpListener:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, answer: Answer, netns: str | None = None
+        cls,
+        host: str,
+        port: int,
+        answer: Answer,
+        netns: str | None = None,
+        avoid: Collection[int] = (),
     ) -> HttpListener:
-        """Raises OSError when the address cannot be bound."""
-        if netns is None:
+        """Raises OSError when the address cannot be bound. ``avoid``: ports a port 0
+        must not get (those the cluster claimed for its other listeners)."""
+        if netns is None and port == 0 and avoid:
+            sock = bind_avoiding(
+                lambda: _listening_socket(host, 0, None),
+                lambda s: int(s.getsockname()[1]),
+                lambda s: s.close(),
+                avoid,
+            )
+        elif netns is None:
             sock = _listening_socket(host, port, None)
         else:
             sock = await asyncio.to_thread(_listening_socket, host, port, netns)
@@ -273,6 +287,7 @@ class ProxyHealth:
         self._latest_queued: float | None = None
         self.listener: HttpListener | None = None
         self.host = "127.0.0.1"
+        self.avoid: frozenset[int] = frozenset()  # claimed ports a port 0 must not take
 
     def queued(self) -> None:
         now = time.monotonic()
@@ -307,7 +322,7 @@ class ProxyHealth:
         host, port = healthz_address(listen)
         self.host = host
         try:
-            self.listener = await HttpListener.open(host, port, self.answer)
+            self.listener = await HttpListener.open(host, port, self.answer, avoid=self.avoid)
         except OSError as err:
             log.warning("healthz not served address=%s error=%s", listen, err.strerror or err)
             return
