@@ -58,7 +58,7 @@ def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=sn.env(),
+        env={**sn.env(), "PYTHONFAULTHANDLER": "1"},
     )
     try:
         assert proc.stdin is not None
@@ -71,8 +71,13 @@ def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) 
         proc.send_signal(signal.SIGINT)
         # stdin stays open, as a terminal's does: closing it now would race the signal
         # with an end of input (the half document then fails to parse: exit 1)
-        proc.wait(timeout=20)
         assert proc.stdout is not None and proc.stderr is not None
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler: where every thread waits
+            proc.wait(timeout=10)
+            raise AssertionError(f"no exit after Ctrl-C:\n{proc.stderr.read()}") from None
         out, err = proc.stdout.read(), proc.stderr.read()
     finally:
         if proc.poll() is None:
@@ -84,10 +89,11 @@ def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) 
 
 
 def _reading_stdin(pid: int) -> bool:
-    """True once the process sleeps in a read (its wchan names a pipe/tty wait)."""
+    """True once the process sleeps in read(0, ...): /proc/PID/syscall names the call
+    (0 is read on x86-64) and its first argument (the descriptor)."""
     try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
         wchan = Path(f"/proc/{pid}/wchan").read_text()
-        stat = Path(f"/proc/{pid}/stat").read_text().split()
     except OSError:
         return False
-    return stat[2] == "S" and "pipe" in wchan
+    return call[:2] == ["0", "0x0"] and "pipe" in wchan
