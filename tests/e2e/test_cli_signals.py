@@ -59,6 +59,9 @@ def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) 
         stderr=subprocess.PIPE,
         text=True,
         env={**sn.env(), "PYTHONFAULTHANDLER": "1"},
+        # a runner started in the background (`cmd &`, nohup) ignores SIGINT and its
+        # children inherit that; the user's shell gives a command the default action
+        preexec_fn=_default_sigint,
     )
     try:
         assert proc.stdin is not None
@@ -86,6 +89,10 @@ def test_ctrl_c_while_reading_stdin_exits_130_without_traceback(tmp_path: Path) 
     assert proc.returncode == 130, (out, err)
     assert out == ""
     assert "Traceback" not in err
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _reading_stdin(pid: int) -> bool:
