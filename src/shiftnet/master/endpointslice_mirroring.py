@@ -32,6 +32,7 @@ from shiftnet.master.endpointslice_mirroring_model import (
 )
 from shiftnet.master.endpointslices import NAME_ATTEMPTS, generated_name
 from shiftnet.master.own_writes import OwnWrites
+from shiftnet.master.owned_slices import OwnedSlices
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class EndpointSliceMirroringController:
         self.endpoints.add_handler(self._on_endpoints)
         self.slices.add_handler(self._on_slice)
         # (namespace, endpoints name) -> names of the slices this controller wrote
-        self._owned: dict[Key, set[str]] = {}
+        self._owned = OwnedSlices(mirrored_slice)
         self._own_writes = OwnWrites(time.monotonic)
         # the Endpoints resourceVersion last warned about, so one version warns once
         self._warned: dict[Key, str | None] = {}
@@ -99,23 +100,13 @@ class EndpointSliceMirroringController:
             self.queue.add(key)
 
     def _on_slice(self, etype: str, old: EndpointSlice | None, new: EndpointSlice | None) -> None:
-        for es in (old, new):
-            if es is None or not mirrored_slice(es) or not es.service_name:
-                continue
-            key = (es.namespace or "", es.service_name)
-            names = self._owned.setdefault(key, set())
-            if es is new and etype != "DELETED":
-                names.add(es.name)
-            else:
-                names.discard(es.name)
-            if not names:
-                del self._owned[key]
+        for key in self._owned.observe(etype, old, new):
             self.queue.add(key)
 
     # ------------------------------------------------------------ sync
 
     def _existing(self, key: Key) -> list[EndpointSlice]:
-        found = (self.slices.get(key[0], n) for n in sorted(self._owned.get(key, ())))
+        found = (self.slices.get(key[0], n) for n in self._owned.names(key))
         return [es for es in found if es is not None]
 
     async def _sync(self, key: Key) -> None:

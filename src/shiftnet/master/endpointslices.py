@@ -23,6 +23,7 @@ from shiftnet.master import metrics
 from shiftnet.master.endpoints_model import has_selector, selects
 from shiftnet.master.endpointslices_model import managed_slice, plan_slices
 from shiftnet.master.own_writes import OwnWrites
+from shiftnet.master.owned_slices import OwnedSlices
 from shiftnet.master.workqueue import KeyedWorkQueue
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class EndpointSliceController:
         self.pods.add_handler(self._on_pod)
         self.slices.add_handler(self._on_slice)
         # (namespace, service) -> names of the slices this controller owns
-        self._owned: dict[Key, set[str]] = {}
+        self._owned = OwnedSlices(managed_slice)
         # our writes the slice cache does not show yet: no sync plans from it until it does
         self._own_writes = OwnWrites(time.monotonic)
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
@@ -84,24 +85,14 @@ class EndpointSliceController:
                 self.queue.add(svc.key)
 
     def _on_slice(self, etype: str, old: EndpointSlice | None, new: EndpointSlice | None) -> None:
-        for es in (old, new):
-            if es is None or not managed_slice(es) or not es.service_name:
-                continue
-            key = (es.namespace or "", es.service_name)
-            names = self._owned.setdefault(key, set())
-            if es is new and etype != "DELETED":
-                names.add(es.name)
-            else:
-                names.discard(es.name)
-            if not names:
-                del self._owned[key]
+        for key in self._owned.observe(etype, old, new):
             self.queue.add(key)
 
     # ------------------------------------------------------------ sync
 
     def _existing(self, key: Key) -> list[EndpointSlice]:
         ns = key[0]
-        found = (self.slices.get(ns, n) for n in sorted(self._owned.get(key, ())))
+        found = (self.slices.get(ns, n) for n in self._owned.names(key))
         return [es for es in found if es is not None]
 
     async def _sync(self, key: Key) -> None:
