@@ -1,7 +1,5 @@
 """``python -m shiftnet``: the same as the ``shiftnet`` command (used to start children)."""
 
-import sys
+from shiftnet.entry_point import main
 
-from shiftnet.cli.main import main
-
-sys.exit(main())
+main()

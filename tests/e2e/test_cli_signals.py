@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from tests.support.cli import SHIFTNET, Shiftnet
 
+import shiftnet.entry_point
+
 LONG_RUNNING = """
 import asyncio, sys
 from shiftnet.cli.runtime import run_async
@@ -104,3 +106,53 @@ def _reading_stdin(pid: int) -> bool:
     except OSError:
         return False
     return call[:2] == ["0", "0x0"] and "pipe" in wchan
+
+
+SHIFTNET_CODE = Path(shiftnet.entry_point.__file__).resolve().parent
+
+
+def _frames_in_shiftnet(stderr: str) -> list[str]:
+    """The traceback lines naming a file of the shiftnet package."""
+    return [ln for ln in stderr.splitlines() if ln.strip().startswith(f'File "{SHIFTNET_CODE}/')]
+
+
+def test_ctrl_c_while_the_cli_imports_exits_130_without_traceback(tmp_path: Path) -> None:
+    """Ctrl-C at every moment of start-up: quiet, 130. ``apply -f -`` reads stdin
+    (kept open) once started, so each Ctrl-C interrupts it wherever it has got to."""
+    sn = Shiftnet(f"sqlite://{tmp_path}/state.db", tmp_path / "home")
+    outcomes: dict[str, list[int]] = {"in shiftnet": [], "in python's own start-up": []}
+    for delay_ms in [*range(0, 61, 3), *range(0, 61, 3)]:
+        proc = subprocess.Popen(
+            [SHIFTNET, "--store", sn.store, "apply", "-f", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=sn.env(),
+            preexec_fn=_default_sigint,
+        )
+        try:
+            time.sleep(delay_ms / 1000)
+            proc.send_signal(signal.SIGINT)
+            assert proc.stderr is not None
+            err = proc.stderr.read()
+            code = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        if "KeyboardInterrupt" in err and not _frames_in_shiftnet(err):
+            # Before the console script's first line: Python's own start-up
+            # (site, the generated script's `import re`), out of shiftnet's reach.
+            outcomes["in python's own start-up"].append(delay_ms)
+            continue
+        outcomes["in shiftnet"].append(delay_ms)
+        assert "Traceback" not in err, f"Ctrl-C after {delay_ms} ms:\n{err}"
+        # 130 from shiftnet; killed by SIGINT when it came before Python's handler existed
+        assert code in (130, -signal.SIGINT), (delay_ms, code, err)
+        assert err.strip() == "", (delay_ms, err)
+    # most Ctrl-Cs land while shiftnet's own modules import or run
+    assert len(outcomes["in shiftnet"]) >= 30, outcomes

@@ -15,6 +15,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -152,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Children (pods, router, proxies started by `shiftnet up`) see the same cluster.
         os.environ["SHIFTNET_HOME"] = str(settings.state_dir)
         os.environ["SHIFTNET_STORE"] = settings.store_url
+        _interrupts_raise()  # imports done: from here a Ctrl-C lets the command clean up
         code = args.func(args)
         return int(code or 0)
     except KeyboardInterrupt:
@@ -181,6 +183,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _interrupts_raise() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt`` again, now that the command is about to run.
+
+    The console script (``shiftnet.entry_point``) makes Ctrl-C exit at once
+    while the CLI and the sub-command's modules import: an interrupt inside an
+    import can surface as another error (a compiled extension's panic), and
+    nothing needs cleaning up yet. Once the command runs, its clean-up must run.
+    """
+    handler = signal.getsignal(signal.SIGINT)
+    if getattr(handler, "__module__", None) == "shiftnet.entry_point":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _silence_stdout() -> None:
