@@ -27,6 +27,7 @@ from shiftnet.api.selectors import parse_selector
 from shiftnet.errors import AlreadyExists, Conflict, Expired, NotFound, StoreUnavailable
 from shiftnet.private_files import PRIVATE_FILE_MODE, ensure_private_dir, tighten_private_file
 from shiftnet.store.base import EventType, ListResult, WatchEvent
+from shiftnet.store.group_commit import GroupCommit
 from shiftnet.store.meta import key_of, prepare_create, prepare_update, with_revision
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,9 @@ class SqliteStore:
         self._poller: asyncio.Task[None] | None = None
         self._watchers = 0
         self._closed = False
+        self._closing = False
+        self._compact_due = 0  # a write passed a compaction point: compact up to here
+        self._writes = GroupCommit(self._executor, self._connect, self._open_fast, self.path)
 
     # ------------------------------------------------------------ plumbing
 
@@ -107,6 +111,19 @@ class SqliteStore:
             self._conn = conn
         return self._conn
 
+    def _open_fast(self) -> sqlite3.Connection | None:
+        """The event loop's connection (see :mod:`shiftnet.store.group_commit`): it never
+        waits for a lock and never checkpoints. Opened on the worker thread, after the
+        worker's own connection has made the file and its tables."""
+        if self.path == ":memory:" or self._closing:  # a second connection: another database
+            return None
+        self._connect()
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=0")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        return conn
+
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._closed:
             raise StoreUnavailable(f"the store at {self.path} is closed")
@@ -125,6 +142,30 @@ class SqliteStore:
                 raise
 
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """``op`` in a write transaction, committed with the other writes waiting with it
+        (:mod:`shiftnet.store.group_commit`) before this returns."""
+        if self._closed or self._closing:
+            raise StoreUnavailable(f"the store at {self.path} is closed")
+        value = await self._writes.write(op)
+        if self._compact_due:
+            await self._compact_history()
+        return value
+
+    async def _compact_history(self) -> None:
+        """The history a write passed the compaction point of, forgotten in a transaction of
+        its own on the worker thread (it deletes thousands of rows); a failure is logged and
+        left to the next compaction point: the write itself is committed."""
+        due, self._compact_due = self._compact_due, 0
+
+        def op(conn: sqlite3.Connection) -> None:
+            self._compact_locked(conn, due)
+
+        try:
+            await self._writes.write(op, on_thread=True)
+        except StoreUnavailable as err:
+            log.warning("store compaction failed revision=%d error=%s", due, err)
 
     @staticmethod
     def _compacted(conn: sqlite3.Connection) -> int:
@@ -157,7 +198,7 @@ class SqliteStore:
             (rev, resource, ns, etype, text),
         )
         if rev % COMPACT_EVERY == 0 and rev > HISTORY:
-            self._compact_locked(conn, rev - HISTORY)
+            self._compact_due = max(self._compact_due, rev - HISTORY)
         return rev, stamped, text
 
     @staticmethod
@@ -227,13 +268,11 @@ class SqliteStore:
         fresh = prepare_create(obj)
 
         def op(conn: sqlite3.Connection) -> dict[str, Any]:
-            conn.execute("BEGIN IMMEDIATE")
             exists = conn.execute(
                 "SELECT 1 FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, ns, name),
             ).fetchone()
             if exists:
-                conn.execute("ROLLBACK")
                 raise AlreadyExists(resource, ns or None, name)
             rev, stamped, text = self._append(conn, resource, ns, "ADDED", fresh)
             conn.execute(
@@ -241,26 +280,22 @@ class SqliteStore:
                 "VALUES (?,?,?,?,?)",
                 (resource, ns, name, rev, text),
             )
-            conn.execute("COMMIT")
             return stamped
 
-        return await self._run(op)
+        return await self._write(op)
 
     async def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
         ns, name = key_of(obj)
         want = (obj.get("metadata") or {}).get("resourceVersion")
 
         def op(conn: sqlite3.Connection) -> dict[str, Any]:
-            conn.execute("BEGIN IMMEDIATE")
             row = conn.execute(
                 "SELECT revision, data FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, ns, name),
             ).fetchone()
             if row is None:
-                conn.execute("ROLLBACK")
                 raise NotFound(resource, ns or None, name)
             if want and str(row[0]) != str(want):
-                conn.execute("ROLLBACK")
                 raise Conflict(resource, ns or None, name)
             new = prepare_update(json.loads(row[1]), obj)
             rev, stamped, text = self._append(conn, resource, ns, "MODIFIED", new)
@@ -268,10 +303,9 @@ class SqliteStore:
                 "UPDATE objects SET revision=?, data=? WHERE resource=? AND namespace=? AND name=?",
                 (rev, text, resource, ns, name),
             )
-            conn.execute("COMMIT")
             return stamped
 
-        return await self._run(op)
+        return await self._write(op)
 
     async def delete(
         self, resource: str, namespace: str | None, name: str, resource_version: str | None = None
@@ -279,34 +313,28 @@ class SqliteStore:
         ns = namespace or ""
 
         def op(conn: sqlite3.Connection) -> dict[str, Any]:
-            conn.execute("BEGIN IMMEDIATE")
             row = conn.execute(
                 "SELECT revision, data FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, ns, name),
             ).fetchone()
             if row is None:
-                conn.execute("ROLLBACK")
                 raise NotFound(resource, namespace, name)
             if resource_version and str(row[0]) != str(resource_version):
-                conn.execute("ROLLBACK")
                 raise Conflict(resource, namespace, name)
             _, stamped, _ = self._append(conn, resource, ns, "DELETED", json.loads(row[1]))
             conn.execute(
                 "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?",
                 (resource, ns, name),
             )
-            conn.execute("COMMIT")
             return stamped
 
-        return await self._run(op)
+        return await self._write(op)
 
     async def compact(self, revision: int) -> None:
         def op(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
             self._compact_locked(conn, revision)
-            conn.execute("COMMIT")
 
-        await self._run(op)
+        await self._write(op)
 
     # ------------------------------------------------------------ watch
 
@@ -380,13 +408,16 @@ class SqliteStore:
                 self._poller = None
 
     async def close(self) -> None:
-        if self._closed:
+        if self._closed or self._closing:
             return
+        self._closing = True  # no new writes; those already handed in are committed first
         if self._poller is not None:
             self._poller.cancel()
             self._poller = None
+        await self._writes.barrier()
 
         def op(conn: sqlite3.Connection) -> None:
+            self._writes.close()
             conn.close()
 
         if self._conn is not None:
