@@ -9,9 +9,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.leftovers import check_no_haproxy_left
 from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def no_haproxy_left(tmp_path: Path) -> Iterator[None]:
+    """Every end-to-end test stops the HAProxy it started (it runs in a session of its
+    own and outlives a killed ``shiftnet``): one still running on the test's state fails
+    the test, and is stopped."""
+    yield
+    check_no_haproxy_left(tmp_path)
 
 
 @pytest.fixture

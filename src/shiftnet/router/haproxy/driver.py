@@ -112,7 +112,8 @@ class HAProxyDriver:
     async def start(self) -> None:
         """Adopt a HAProxy left by an earlier router, then keep HAProxy alive (``_watch``)."""
         self.process.conf_dir.mkdir(parents=True, exist_ok=True)
-        self.process.run_dir.mkdir(parents=True, exist_ok=True)
+        # Own the socket directory; clear what killed routers left unadoptable.
+        await asyncio.to_thread(self.process.claim_run_dir)
         if await self.process.adopt():
             self._loaded = read_file_set(self.process.conf_dir)
             self._on_disk = dict(self._loaded)
@@ -155,6 +156,8 @@ class HAProxyDriver:
         await self._runner.stop()
         if stop_haproxy:
             await self.process.stop()
+        else:
+            self.process.release_run_dir()
 
     # ------------------------------------------------------------------ apply
     async def apply(self, files: dict[str, bytes], description: Description) -> None:

@@ -8,7 +8,9 @@ and are bounded by ``hard-stop-after``. HAProxy daemonizes into its own
 session, so it outlives the router: a router that crashes leaves traffic
 flowing, and a restarted router finds the master through the pid file and the
 master socket and adopts it instead of starting a second one. Only a clean
-``stop()`` stops HAProxy.
+``stop()`` stops HAProxy. The socket directory carries an owner record
+(``socket_dirs.py``): a router's start removes the directories, and stops the
+HAProxies, that killed routers left where no router can ever adopt them.
 
 Every configuration is checked with ``haproxy -c`` before it is used; a
 configuration that fails the check, or a reload the master reports as failed,
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import re
@@ -34,6 +35,13 @@ from shiftnet.errors import ShiftnetError
 from shiftnet.router import metrics
 from shiftnet.router.haproxy import limits as limits_math
 from shiftnet.router.haproxy.names import CONFIG_FILE
+from shiftnet.router.haproxy.socket_dirs import (
+    SocketDirClaim,
+    Sweep,
+    claim,
+    socket_dir,
+    sweep_stale,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,20 +51,6 @@ HAPROXY_BINARY = "/usr/sbin/haproxy"
 # Descriptors beyond two per connection; the arithmetic, and the counting of
 # checked servers after rendering, live in ``limits`` (pure).
 FD_RESERVE_MIN = limits_math.FD_RESERVE_MIN
-
-
-SOCKET_PATH_MAX = 90  # HAProxy refuses unix socket paths over 97 bytes; leave room for names
-
-
-def socket_dir(work_dir: Path) -> Path:
-    """Where HAProxy's unix sockets live: ``<work_dir>/run``, or, when that path is too
-    long for a socket (deep state directories), a short private directory named after it."""
-    natural = Path(work_dir).resolve() / "run"
-    if len(str(natural)) + len("/fe_sni.sock") <= SOCKET_PATH_MAX:
-        return natural
-    digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
-    base = Path("/run") if os.geteuid() == 0 and os.access("/run", os.W_OK) else Path("/tmp")
-    return base / f"shiftnet-{os.geteuid()}-{digest}"
 
 
 class HAProxyError(ShiftnetError):
@@ -293,6 +287,7 @@ class HAProxyProcess:
         self.adopted = False
         self.wanted = False  # set once started or adopted; restart_if_dead() acts only then
         self._lock = asyncio.Lock()
+        self._claim: SocketDirClaim | None = None
 
     # ----------------------------------------------------------------- checks
     async def check(self, config_path: Path) -> None:
@@ -355,6 +350,26 @@ class HAProxyProcess:
         raise HAProxyError(f"HAProxy master at {self.master_socket} did not answer: {last!r}")
 
     # ------------------------------------------------------------- lifecycle
+    def claim_run_dir(self) -> Sweep:
+        """Own the socket directory (owner record, held while this router runs), and clean
+        up the directories and HAProxies of killed routers that nobody can adopt."""
+        if self._claim is None or not self._claim.held:
+            self._claim = claim(self.run_dir, self.work_dir)
+        swept = sweep_stale(keep=self.run_dir)
+        if swept.removed:
+            log.info(
+                "stale socket dirs removed count=%d haproxy_stopped=%s",
+                len(swept.removed),
+                list(swept.stopped),
+            )
+        return swept
+
+    def release_run_dir(self) -> None:
+        """Let go of the socket directory (a HAProxy left running stays adoptable)."""
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
     async def adopt(self) -> bool:
         """Take over a HAProxy left running by an earlier router; True when adopted."""
         pid = self.read_pid()
@@ -463,22 +478,22 @@ class HAProxyProcess:
         async with self._lock:
             self.wanted = False
             pid = self.read_pid()
-            if pid is None or not self._is_our_master(pid):
-                return
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and self._is_our_master(pid):
-                await asyncio.sleep(0.02)
-            if self._is_our_master(pid):
+            if pid is not None and self._is_our_master(pid):
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline and self._is_our_master(pid):
+                    await asyncio.sleep(0.02)
+                if self._is_our_master(pid):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                log.info("haproxy stopped master_pid=%d", pid)
             with contextlib.suppress(FileNotFoundError):
                 self.pid_file.unlink()
             if self.run_dir != self.work_dir.resolve() / "run":
                 # a short socket directory outside the work dir: nothing else cleans it up
                 shutil.rmtree(self.run_dir, ignore_errors=True)
-            log.info("haproxy stopped master_pid=%d", pid)
+            self.release_run_dir()
 
     async def restart_if_dead(self) -> None:
         """Restart HAProxy when its master is gone (the driver's watch task calls it)."""

@@ -1,0 +1,137 @@
+"""What a ``shiftnet router`` killed with SIGKILL leaves behind, and what the next start does
+with it: HAProxy keeps serving and is adopted while its state directory exists; once that
+is gone, the next router of any state directory stops it and removes its socket directory.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.cli import SHIFTNET, Shiftnet
+from tests.support.leftovers import stop_haproxy_of, stop_up
+from tests.support.ports import free_port
+
+from shiftnet.router.haproxy.socket_dirs import OWNER_FILE, master_pid, socket_base, socket_dir
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+class Router:
+    """One ``shiftnet router`` on a state directory of its own, on free loopback ports."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        # deep enough that HAProxy's sockets live in a short directory outside it
+        self.home = root / name / ("d" * 64)
+        self.sn = Shiftnet(f"sqlite://{root}/{name}.db", self.home)
+        self.work_dir = self.home / "router-router"
+        self.proc: subprocess.Popen[str] | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        return socket_dir(self.work_dir)
+
+    def start(self) -> None:
+        flags = [f"--{p}-port={free_port()}" for p in ("http", "https", "stats")]
+        self.proc = subprocess.Popen(
+            [SHIFTNET, "--store", self.sn.store, "router", *flags, "--bind-address=127.0.0.1",
+             f"--metrics-listen=127.0.0.1:{free_port()}"],
+            env=self.sn.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        line = self.proc.stdout.readline()
+        assert "serving http" in line, (line, self.proc.stderr.read())
+
+    def master(self) -> int:
+        pid = master_pid(self.run_dir)
+        assert pid is not None, f"no HAProxy master for {self.run_dir}"
+        return pid
+
+    def kill(self) -> None:
+        """``kill -9``, as the OOM killer does: HAProxy lives on."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        assert self.proc.wait(timeout=10) == -signal.SIGKILL
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_up(self.proc, self.home)
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    stream.close()
+        stop_haproxy_of(self.home)
+
+
+@pytest.fixture
+def routers(tmp_path: Path) -> Iterator[list[Router]]:
+    made: list[Router] = []
+    try:
+        yield made
+    finally:
+        for router in made:
+            router.stop()
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_killed_routers_leftovers_are_adopted_or_cleaned_at_the_next_start(
+    tmp_path: Path, routers: list[Router]
+) -> None:
+    orphaned, dead, parked, fresh = (Router(tmp_path, n) for n in ("a", "b", "c", "d"))
+    routers.extend([orphaned, dead, parked, fresh])
+    for router in (orphaned, dead, parked):
+        router.start()
+        assert router.run_dir.parent == socket_base()
+        assert (router.run_dir / OWNER_FILE).stat().st_mode & 0o777 == 0o600
+    orphan_pid, dead_pid, parked_pid = orphaned.master(), dead.master(), parked.master()
+    for router in (orphaned, dead, parked):
+        router.kill()
+    # a: its state directory is removed (rm -rf, a temporary directory cleaned up):
+    # nobody can adopt its HAProxy any more
+    subprocess.run(["rm", "-rf", str(orphaned.home)], check=True)
+    # b: the OOM killer took its HAProxy too; only the socket directory is left
+    os.kill(dead_pid, signal.SIGKILL)
+    assert gone(dead_pid)
+    # c: killed, state kept: its HAProxy serves on, to be adopted
+    assert not gone(parked_pid, timeout=0.5)
+    # a directory of the same name pattern without an owner record is not ours to judge
+    foreign = socket_base() / f"shiftnet-{os.geteuid()}-{secrets.token_hex(8)}"
+    foreign.mkdir(mode=0o700)
+    (foreign / "haproxy.pid").write_text(f"{os.getpid()}\n")
+    try:
+        fresh.start()  # another state directory
+        assert gone(orphan_pid), "the unadoptable HAProxy of a killed router still runs"
+        assert not orphaned.run_dir.exists()
+        assert not dead.run_dir.exists()
+        assert parked.run_dir.exists() and not gone(parked_pid, timeout=0.5)
+        assert foreign.exists() and (foreign / "haproxy.pid").exists()
+        # the router of c's state directory adopts its HAProxy
+        parked.start()
+        assert parked.master() == parked_pid
+    finally:
+        subprocess.run(["rm", "-rf", str(foreign)], check=True)
