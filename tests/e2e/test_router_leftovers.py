@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.cli import SHIFTNET, Shiftnet
-from tests.support.leftovers import stop_haproxy_of, stop_up
+from tests.support.leftovers import check_no_haproxy_left, stop_haproxy_of, stop_up
 from tests.support.ports import free_port
 
 from shiftnet.router.haproxy.socket_dirs import OWNER_FILE, master_pid, socket_base, socket_dir
@@ -135,3 +135,17 @@ def test_killed_routers_leftovers_are_adopted_or_cleaned_at_the_next_start(
         assert parked.master() == parked_pid
     finally:
         subprocess.run(["rm", "-rf", str(foreign)], check=True)
+
+
+def test_the_e2e_check_fails_a_test_that_leaves_haproxy_running(
+    tmp_path: Path, routers: list[Router]
+) -> None:
+    router = Router(tmp_path, "leaky")
+    routers.append(router)
+    router.start()
+    pid = router.master()
+    router.kill()  # what a test's clean-up by SIGKILL alone used to leave
+    with pytest.raises(AssertionError, match=rf"left HAProxy running \(pids \[.*{pid}"):
+        check_no_haproxy_left(tmp_path)
+    assert gone(pid)
+    check_no_haproxy_left(tmp_path)  # and it stopped what it found

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess
 from tests.support.kubectl import kube_env, kubectl_json, shiftnet_apply, wait_for
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -91,7 +92,7 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
     up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
-    _state, env = up_env
+    state, env = up_env
     first = two_free_ports()
     env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{first}-{first + 1}"
     net = free_cluster_network()
@@ -152,6 +153,4 @@ def test_local_load_balancer_health_check_allocated_served_and_released(
         os.killpg(up.proc.pid, signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.rest()
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGKILL)
-            up.proc.wait()
+        stop_up(up.proc, state)  # and its pods and HAProxy, by pid

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, through_router
 from tests.support.kubectl import kube_env, kubectl, kubectl_json, wait_for
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -72,7 +73,7 @@ def test_server_side_apply_on_a_running_cluster(
     up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
-    _state, env = up_env
+    state, env = up_env
     net = free_cluster_network()
     up = UpProcess(
         ["up", "-f", str(demo_copy), "--node-name", "e2e", "--cluster-network", net],
@@ -122,5 +123,4 @@ def test_server_side_apply_on_a_running_cluster(
         os.killpg(up.proc.pid, signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.rest()
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGKILL)
+        stop_up(up.proc, state)  # and its pods and HAProxy, by pid

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tests.e2e.test_up import UpProcess
 from tests.support.kubectl import kube_env, kubectl, shiftnet_apply, wait_for
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -52,7 +53,7 @@ def test_load_balancer_service_on_the_local_pool_and_a_node_port(
     up_env: tuple[Path, dict[str, str]],
     tmp_path: Path,
 ) -> None:
-    _state, env = up_env
+    state, env = up_env
     node_port = free_port()
     env["SHIFTNET_SERVICE_NODE_PORT_RANGE"] = f"{node_port}-{node_port}"  # a free high port
     net = free_cluster_network()  # apart from other clusters' pods
@@ -84,6 +85,4 @@ def test_load_balancer_service_on_the_local_pool_and_a_node_port(
         os.killpg(up.proc.pid, signal.SIGINT)
         assert up.proc.wait(timeout=60) == 0, up.rest()
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGKILL)
-            up.proc.wait()
+        stop_up(up.proc, state)  # and its pods and HAProxy, by pid
