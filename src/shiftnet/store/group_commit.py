@@ -294,7 +294,7 @@ class GroupCommit:
         assert w.op is not None
         try:
             w.value = w.op(conn)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             w.error = StoreUnavailable(self._failed(exc))
         except Exception as exc:  # the op's own error (AlreadyExists, Conflict, ...)
             w.error = exc
