@@ -7,8 +7,10 @@ of losing updates. Watchers learn of new revisions by polling ``MAX(revision)``
 (one cheap query per store per tick, shared by all watches of the process) and
 then read only their own resource's events.
 
-All SQLite calls run on one worker thread, so a writer waiting on another
-process's lock never blocks the event loop.
+Reads run on one worker thread. Writes are group-committed
+(:mod:`shiftnet.store.group_commit`): on the event loop's thread while the
+write lock is free, on the worker thread when another connection holds it,
+so a writer waiting on another process's lock never blocks the event loop.
 """
 
 from __future__ import annotations
