@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,13 @@ from tests.support.cli import SHIFTNET, Shiftnet
 from tests.support.leftovers import check_no_haproxy_left, stop_haproxy_of, stop_up
 from tests.support.ports import free_port
 
-from shiftnet.router.haproxy.socket_dirs import OWNER_FILE, master_pid, socket_base, socket_dir
+from shiftnet.router.haproxy.socket_dirs import (
+    OWNER_FILE,
+    master_pid,
+    owner_dir,
+    socket_base,
+    socket_dir,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -26,9 +33,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 class Router:
     """One ``shiftnet router`` on a state directory of its own, on free loopback ports."""
 
-    def __init__(self, root: Path, name: str) -> None:
-        # deep enough that HAProxy's sockets live in a short directory outside it
-        self.home = root / name / ("d" * 64)
+    def __init__(self, root: Path, name: str, deep: bool = True) -> None:
+        # deep: HAProxy's sockets live in a short directory outside the state directory;
+        # else in it (<home>/router-router/run), and only the owner record is outside
+        self.home = root / name / ("d" * 64) if deep else Path(tempfile.mkdtemp(dir="/tmp"))
         self.sn = Shiftnet(f"sqlite://{root}/{name}.db", self.home)
         self.work_dir = self.home / "router-router"
         self.proc: subprocess.Popen[str] | None = None
@@ -103,17 +111,22 @@ def test_killed_routers_leftovers_are_adopted_or_cleaned_at_the_next_start(
     tmp_path: Path, routers: list[Router]
 ) -> None:
     orphaned, dead, parked, fresh = (Router(tmp_path, n) for n in ("a", "b", "c", "d"))
-    routers.extend([orphaned, dead, parked, fresh])
-    for router in (orphaned, dead, parked):
+    shallow = Router(tmp_path, "e", deep=False)
+    routers.extend([orphaned, dead, parked, fresh, shallow])
+    for router in (orphaned, dead, parked, shallow):
         router.start()
-        assert router.run_dir.parent == socket_base()
-        assert (router.run_dir / OWNER_FILE).stat().st_mode & 0o777 == 0o600
+        assert (owner_dir(router.work_dir) / OWNER_FILE).stat().st_mode & 0o777 == 0o600
+        assert owner_dir(router.work_dir).parent == socket_base()
+    assert orphaned.run_dir == owner_dir(orphaned.work_dir)
+    assert shallow.run_dir == shallow.work_dir / "run"
     orphan_pid, dead_pid, parked_pid = orphaned.master(), dead.master(), parked.master()
-    for router in (orphaned, dead, parked):
+    shallow_pid = shallow.master()
+    for router in (orphaned, dead, parked, shallow):
         router.kill()
-    # a: its state directory is removed (rm -rf, a temporary directory cleaned up):
-    # nobody can adopt its HAProxy any more
-    subprocess.run(["rm", "-rf", str(orphaned.home)], check=True)
+    # a and e: their state directories are removed (rm -rf, a temporary directory
+    # cleaned up), pid files and, for e, the sockets with them: nobody can adopt
+    # their HAProxy any more
+    subprocess.run(["rm", "-rf", str(orphaned.home), str(shallow.home)], check=True)
     # b: the OOM killer took its HAProxy too; only the socket directory is left
     os.kill(dead_pid, signal.SIGKILL)
     assert gone(dead_pid)
@@ -126,7 +139,9 @@ def test_killed_routers_leftovers_are_adopted_or_cleaned_at_the_next_start(
     try:
         fresh.start()  # another state directory
         assert gone(orphan_pid), "the unadoptable HAProxy of a killed router still runs"
+        assert gone(shallow_pid), "the HAProxy whose sockets went with its state still runs"
         assert not orphaned.run_dir.exists()
+        assert not owner_dir(shallow.work_dir).exists()
         assert not dead.run_dir.exists()
         assert parked.run_dir.exists() and not gone(parked_pid, timeout=0.5)
         assert foreign.exists() and (foreign / "haproxy.pid").exists()

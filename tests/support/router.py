@@ -29,6 +29,7 @@ from shiftnet.api import Endpoints, Namespace, Route, Service
 from shiftnet.client import Client
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy.process import HAProxyProcess, fit_limits, socket_dir
+from shiftnet.router.haproxy.socket_dirs import owner_dir
 from shiftnet.store import open_store
 from tests.support.backends import Backend
 from tests.support.ports import free_port
@@ -68,7 +69,7 @@ def haproxy_pids_using(work_dir: Path) -> set[int]:
 
 def kill_haproxy(work_dir: Path) -> None:
     """Kill, by pid, every HAProxy started on ``work_dir`` (masters and their workers),
-    and remove its socket directory when that lives outside ``work_dir``."""
+    and remove its socket and owner-record directories that live outside ``work_dir``."""
     pids: set[int] = set()
     for master in haproxy_pids_using(work_dir):
         pids |= _pids_of_master(master)
@@ -78,9 +79,9 @@ def kill_haproxy(work_dir: Path) -> None:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and haproxy_pids_using(work_dir):
         time.sleep(0.02)
-    sockets = socket_dir(work_dir)
-    if not sockets.is_relative_to(Path(work_dir).resolve()):
-        shutil.rmtree(sockets, ignore_errors=True)
+    for directory in {socket_dir(work_dir), owner_dir(work_dir)}:
+        if not directory.is_relative_to(Path(work_dir).resolve()):
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ from shiftnet.router.haproxy.socket_dirs import (
     SocketDirClaim,
     Sweep,
     claim,
+    owner_dir,
     socket_dir,
     sweep_stale,
 )
@@ -354,8 +355,8 @@ class HAProxyProcess:
         """Own the socket directory (owner record, held while this router runs), and clean
         up the directories and HAProxies of killed routers that nobody can adopt."""
         if self._claim is None or not self._claim.held:
-            self._claim = claim(self.run_dir, self.work_dir)
-        swept = sweep_stale(keep=self.run_dir)
+            self._claim = claim(self.work_dir, self.run_dir)
+        swept = sweep_stale(keep=owner_dir(self.work_dir))
         if swept.removed:
             log.info(
                 "stale socket dirs removed count=%d haproxy_stopped=%s",
@@ -381,6 +382,8 @@ class HAProxyProcess:
             return False
         self.adopted = True
         self.wanted = True
+        if self._claim is not None:
+            self._claim.record_master(st.master_pid)
         log.info("haproxy adopted master_pid=%d workers=%s", st.master_pid, list(st.workers))
         return True
 
@@ -420,6 +423,8 @@ class HAProxyProcess:
         st = await self.wait_status(timeout=10.0)
         self.adopted = False
         self.wanted = True
+        if self._claim is not None:
+            self._claim.record_master(st.master_pid)
         if restart:
             self.restarts += 1
             metrics.HAPROXY_RESTARTS.inc()
@@ -490,10 +495,12 @@ class HAProxyProcess:
                 log.info("haproxy stopped master_pid=%d", pid)
             with contextlib.suppress(FileNotFoundError):
                 self.pid_file.unlink()
-            if self.run_dir != self.work_dir.resolve() / "run":
+            if self._claim is not None:
+                self._claim.remove()  # the owner record's directory (sockets too, when short)
+                self._claim = None
+            elif self.run_dir != self.work_dir.resolve() / "run":
                 # a short socket directory outside the work dir: nothing else cleans it up
                 shutil.rmtree(self.run_dir, ignore_errors=True)
-            self.release_run_dir()
 
     async def restart_if_dead(self) -> None:
         """Restart HAProxy when its master is gone (the driver's watch task calls it)."""

@@ -1,24 +1,29 @@
-"""Where HAProxy's sockets and pid file live, who owns that directory, and the clean-up
-of directories whose owner was killed.
+"""Where HAProxy's sockets and pid file live, who owns them, and the clean-up after
+routers that were killed.
 
 Why an owner record: HAProxy runs in its own session so that a router that
 dies (``kill -9``, the OOM killer) leaves traffic flowing and the next router
-on the same work dir adopts it. When the work dir is deep, the sockets live in
-a short directory outside it (``/run/shiftnet-<uid>-<hash>``, ``/tmp`` when
-``/run`` is not writable) that nothing else would ever remove. A router holds
-an exclusive ``flock`` on ``owner`` in its socket directory while it runs (the
-kernel drops it when the process dies, however it dies) and records its pid
-and work dir there. At start a router looks at the other directories of that
-exact name pattern, of its own uid, that have an ``owner`` file nobody holds:
+on the same work dir adopts it. But a HAProxy whose work dir is then removed
+can never be adopted: it would hold its ports forever, and a short socket
+directory outside the work dir (``/run/shiftnet-<uid>-<hash>``, ``/tmp`` when
+``/run`` is not writable) would never be removed either. So every router owns
+one such directory, named after its work dir (the socket directory itself
+when the work dir is deep, else a directory holding only the record): while it
+runs it holds an exclusive ``flock`` on ``owner`` there (the kernel drops it
+when the process dies, however it dies) and records its pid, its work dir,
+its socket directory and its HAProxy master's pid. At start a router looks at
+the other directories of that exact name pattern, of its own uid, that have
+an ``owner`` file nobody holds:
 
 * its HAProxy is gone: the directory is removed;
 * its HAProxy runs and its work dir still holds a configuration: it is left
   alone, for the router of that work dir to adopt;
 * its HAProxy runs but its work dir is gone: nobody can adopt it, so it is
-  stopped (by the pid its pid file names, when that process is a HAProxy
-  started on this very directory) and the directory is removed.
+  stopped and the directory is removed.
 
-A directory without an ``owner`` file is never touched.
+A HAProxy is only ever signalled by a pid whose process is a live ``haproxy``
+started on that very socket directory's master socket. A directory without an
+``owner`` file is never touched.
 """
 
 from __future__ import annotations
@@ -58,46 +63,64 @@ def _short_dir_name() -> re.Pattern[str]:
     return re.compile(rf"shiftnet-{os.geteuid()}-[0-9a-f]{{16}}")
 
 
-def socket_dir(work_dir: Path) -> Path:
-    """Where HAProxy's unix sockets live: ``<work_dir>/run``, or, when that path is too
-    long for a socket (deep state directories), a short private directory named after it."""
+def owner_dir(work_dir: Path) -> Path:
+    """The short directory, named after ``work_dir``, that holds its router's owner record."""
     natural = Path(work_dir).resolve() / "run"
-    if len(str(natural)) + len("/fe_sni.sock") <= SOCKET_PATH_MAX:
-        return natural
     digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
     return socket_base() / f"shiftnet-{os.geteuid()}-{digest}"
 
 
-def master_pid(run_dir: Path) -> int | None:
-    """The pid of the live HAProxy master started on ``run_dir``, from its pid file.
+def socket_dir(work_dir: Path) -> Path:
+    """Where HAProxy's unix sockets live: ``<work_dir>/run``, or, when that path is too
+    long for a socket (deep state directories), the short :func:`owner_dir`."""
+    natural = Path(work_dir).resolve() / "run"
+    if len(str(natural)) + len("/fe_sni.sock") <= SOCKET_PATH_MAX:
+        return natural
+    return owner_dir(work_dir)
+
+
+def master_pid(run_dir: Path, recorded: int | None = None) -> int | None:
+    """The pid of the live HAProxy master started on ``run_dir``: the one its pid file
+    names or, when that is gone with its directory, the one ``recorded``.
 
     A pid alone is no proof (pids are reused): the process must be a haproxy,
     not a zombie, whose command line names this directory's master socket.
     """
-    try:
-        pid = int((run_dir / PID_FILE).read_text().split()[0])
-        proc_stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError, IndexError):
-        return None
-    if proc_stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X"):
-        return None
-    args = cmdline.split(b"\0")
-    if not args or not args[0].endswith(b"haproxy"):
-        return None
-    return pid if str(run_dir / MASTER_SOCKET).encode() in cmdline else None
+    candidates = [recorded] if recorded else []
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        candidates.insert(0, int((run_dir / PID_FILE).read_text().split()[0]))
+    needle = str(run_dir / MASTER_SOCKET).encode()
+    for pid in candidates:
+        try:
+            proc_stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc_stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X"):
+            continue
+        if cmdline.split(b"\0")[0].endswith(b"haproxy") and needle in cmdline:
+            return pid
+    return None
 
 
 class SocketDirClaim:
-    """This router's hold on its socket directory: an ``flock`` on ``owner`` and the record."""
+    """This router's hold on its owner directory: an ``flock`` on ``owner`` and the record."""
 
-    def __init__(self, run_dir: Path, fd: int | None) -> None:
-        self.run_dir = run_dir
+    def __init__(self, directory: Path, fd: int | None, record: dict[str, object]) -> None:
+        self.directory = directory
         self._fd = fd
+        self._record = record
 
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+    def record_master(self, pid: int) -> None:
+        """Remember the HAProxy master (found again even when its pid file is gone)."""
+        if self._fd is None or self._record.get("haproxy_pid") == pid:
+            return
+        self._record["haproxy_pid"] = pid
+        _write_record(self._fd, self._record)
 
     def release(self) -> None:
         """Let go (the record stays: it names the work dir of a HAProxy left running)."""
@@ -105,35 +128,52 @@ class SocketDirClaim:
             os.close(self._fd)
             self._fd = None
 
+    def remove(self) -> None:
+        """A clean stop: the record and its directory go, then the lock."""
+        if self._fd is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        self.release()
 
-def claim(run_dir: Path, work_dir: Path) -> SocketDirClaim:
-    """Create ``run_dir`` (0700) if needed, hold its ``owner`` lock and record who owns it.
+
+def claim(work_dir: Path, run_dir: Path) -> SocketDirClaim:
+    """Create ``work_dir``'s owner directory (0700) if needed, hold its ``owner`` lock and
+    record who owns it and where its sockets are.
 
     A router sweeping this directory holds the lock for a moment: wait up to
     ``CLAIM_WAIT``. A lock still held then belongs to a live router on the same
     work dir; this one goes on without it (the sweeper skips held directories).
     """
+    directory = owner_dir(work_dir)
+    record: dict[str, object] = {
+        "pid": os.getpid(),
+        "work_dir": str(Path(work_dir).resolve()),
+        "run_dir": str(run_dir),
+    }
     deadline = time.monotonic() + CLAIM_WAIT
     while True:
-        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = run_dir / OWNER_FILE
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = directory / OWNER_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             if time.monotonic() >= deadline:
-                log.warning("socket dir held by another router path=%s", run_dir)
-                return SocketDirClaim(run_dir, None)
+                log.warning("socket dir held by another router path=%s", directory)
+                return SocketDirClaim(directory, None, record)
             time.sleep(0.05)
             continue
         if not _still_linked(fd, path):  # a sweeper removed it between open and lock
             os.close(fd)
             continue
-        record = json.dumps({"pid": os.getpid(), "work_dir": str(Path(work_dir).resolve())})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record.encode() + b"\n", 0)
-        return SocketDirClaim(run_dir, fd)
+        _write_record(fd, record)
+        return SocketDirClaim(directory, fd, record)
+
+
+def _write_record(fd: int, record: dict[str, object]) -> None:
+    data = json.dumps(record, sort_keys=True).encode() + b"\n"
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
 
 
 def _still_linked(fd: int, path: Path) -> bool:
@@ -191,10 +231,10 @@ def sweep_stale(keep: Path, base: Path | None = None) -> Sweep:
     return Sweep(tuple(removed), tuple(stopped), tuple(kept))
 
 
-def _sweep_one(run_dir: Path) -> tuple[int | None, Path, bool] | None:
+def _sweep_one(directory: Path) -> tuple[int | None, Path, bool] | None:
     """``(master pid, work dir, removed)`` for an unowned directory; None when not ours to
     judge (no owner record, or its owner is alive)."""
-    path = run_dir / OWNER_FILE
+    path = directory / OWNER_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -207,9 +247,11 @@ def _sweep_one(run_dir: Path) -> tuple[int | None, Path, bool] | None:
         try:
             record = json.loads(os.pread(fd, 4096, 0) or b"{}")
             work_dir = Path(str(record["work_dir"]))
-        except (ValueError, KeyError, TypeError):
+            run_dir = Path(str(record.get("run_dir", directory)))
+            recorded = record.get("haproxy_pid")
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None  # a record this code did not write: leave the directory alone
-        pid = master_pid(run_dir)
+        pid = master_pid(run_dir, recorded if isinstance(recorded, int) else None)
         if pid is not None and (work_dir / "conf" / CONFIG_FILE).exists():
             log.info(
                 "haproxy of a stopped router kept for adoption master_pid=%d work_dir=%s",
@@ -224,8 +266,8 @@ def _sweep_one(run_dir: Path) -> tuple[int | None, Path, bool] | None:
                 pid,
                 work_dir,
             )
-        shutil.rmtree(run_dir, ignore_errors=True)
-        log.info("stale socket dir removed path=%s", run_dir)
+        shutil.rmtree(directory, ignore_errors=True)
+        log.info("stale socket dir removed path=%s", directory)
         return pid, work_dir, True
     finally:
         os.close(fd)
@@ -236,8 +278,8 @@ def _stop_master(pid: int, run_dir: Path) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_WAIT
-    while time.monotonic() < deadline and master_pid(run_dir) == pid:
+    while time.monotonic() < deadline and master_pid(run_dir, pid) == pid:
         time.sleep(0.02)
-    if master_pid(run_dir) == pid:
+    if master_pid(run_dir, pid) == pid:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
