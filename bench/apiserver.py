@@ -108,6 +108,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def voluntary_switches(pid: int | str) -> int:
+    """Voluntary context switches of every thread of a process so far: each is a thread
+    going to sleep (waiting for another thread, a lock, the GIL or the network)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:  # the thread ended meanwhile
+            continue
+    return total
+
+
 def own_cpu_seconds() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
@@ -271,6 +285,7 @@ class CreateRound:
     latencies: list[float]
     cpu_ms_per_create: float  # the server's (API side) or this process's (store side)
     client_cpu_ms_per_create: float = 0.0
+    switches_per_create: float = 0.0  # voluntary, of the same process's threads
 
     def summary(self) -> dict[str, float]:
         return {
@@ -279,6 +294,7 @@ class CreateRound:
             "p99_ms": round(pct(self.latencies, 0.99) * 1000, 2),
             "cpu_ms_per_create": round(self.cpu_ms_per_create, 3),
             "client_cpu_ms_per_create": round(self.client_cpu_ms_per_create, 3),
+            "switches_per_create": round(self.switches_per_create, 2),
         }
 
 
@@ -345,17 +361,21 @@ def create_rounds(
         turn = r % len(sides)
         for side in sides[turn:] + sides[:turn]:
             names = [f"{side}-{r}-{i}" for i in range(k)]
-            srv0, own0 = cpu_seconds(pid), own_cpu_seconds()
+            watched = "self" if side == "store" else pid
+            srv0, own0, sw0 = cpu_seconds(pid), own_cpu_seconds(), voluntary_switches(watched)
             if side == "api":
                 secs, lat, _ = api_creates(api, CREATE_NS, names, args.concurrency)
             else:
                 coro = store_creates(clients[side], CREATE_NS, names, args.concurrency)
                 secs, lat = runner.run(coro)
             srv, own = cpu_seconds(pid) - srv0, own_cpu_seconds() - own0
+            switches = (voluntary_switches(watched) - sw0) / k
             if side == "store":  # this process is the whole path
-                rounds.append(CreateRound(side, k, secs, lat, own * 1000 / k))
+                rounds.append(CreateRound(side, k, secs, lat, own * 1000 / k, 0.0, switches))
             else:
-                rounds.append(CreateRound(side, k, secs, lat, srv * 1000 / k, own * 1000 / k))
+                rounds.append(
+                    CreateRound(side, k, secs, lat, srv * 1000 / k, own * 1000 / k, switches)
+                )
             print(f"  round {r + 1} {side:<5} {rounds[-1].summary()}", flush=True)
     return rounds
 
@@ -722,6 +742,8 @@ def create_rows(
             ("  CPU ms per create: server + client | store",
              f"{got['cpu_ms_per_create']:.2f} + {got['client_cpu_ms_per_create']:.2f}",
              f"{store['cpu_ms_per_create']:.2f}", "", "", ""),
+            ("  thread sleeps per create: server | store", f"{got['switches_per_create']:.2f}",
+             f"{store['switches_per_create']:.2f}", "", "", ""),
         ]  # fmt: skip
     return rows
 
