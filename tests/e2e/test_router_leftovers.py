@@ -18,6 +18,7 @@ import pytest
 from tests.support.cli import SHIFTNET, Shiftnet
 from tests.support.leftovers import check_no_haproxy_left, stop_haproxy_of, stop_up
 from tests.support.ports import free_port
+from tests.support.router import haproxy_pids_using
 
 from shiftnet.router.haproxy.socket_dirs import (
     OWNER_FILE,
@@ -40,16 +41,20 @@ class Router:
         self.sn = Shiftnet(f"sqlite://{root}/{name}.db", self.home)
         self.work_dir = self.home / "router-router"
         self.proc: subprocess.Popen[str] | None = None
+        self.ports = {p: free_port() for p in ("http", "https", "stats")}
 
     @property
     def run_dir(self) -> Path:
         return socket_dir(self.work_dir)
 
+    def command(self) -> list[str]:
+        flags = [f"--{name}-port={port}" for name, port in self.ports.items()]
+        return [SHIFTNET, "--store", self.sn.store, "router", *flags, "--bind-address=127.0.0.1",
+                f"--metrics-listen=127.0.0.1:{free_port()}"]  # fmt: skip
+
     def start(self) -> None:
-        flags = [f"--{p}-port={free_port()}" for p in ("http", "https", "stats")]
         self.proc = subprocess.Popen(
-            [SHIFTNET, "--store", self.sn.store, "router", *flags, "--bind-address=127.0.0.1",
-             f"--metrics-listen=127.0.0.1:{free_port()}"],
+            self.command(),
             env=self.sn.env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -164,3 +169,30 @@ def test_the_e2e_check_fails_a_test_that_leaves_haproxy_running(
         check_no_haproxy_left(tmp_path)
     assert gone(pid)
     check_no_haproxy_left(tmp_path)  # and it stopped what it found
+
+
+def test_ports_served_by_a_killed_routers_haproxy_are_refused_with_its_pid(
+    tmp_path: Path, routers: list[Router]
+) -> None:
+    """HAProxy binds with SO_REUSEPORT: a second one on the same ports would start, and
+    the kernel would split the connections between the two configurations."""
+    killed, other = Router(tmp_path, "killed"), Router(tmp_path, "other")
+    routers.extend([killed, other])
+    other.ports = dict(killed.ports)  # the user starts another state on the same ports
+    killed.start()
+    pid = killed.master()
+    killed.kill()
+    res = subprocess.run(
+        other.command(), env=other.sn.env(), capture_output=True, text=True, timeout=30
+    )
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    line = res.stderr.strip().splitlines()[-1]  # after the router's log lines
+    ports = ", ".join(str(p) for p in sorted(killed.ports.values()))
+    assert line.startswith(
+        f"error: ports {ports} are served by HAProxy (pid {pid}) left running by a router "
+        f"that was killed, with work dir {killed.work_dir}: start the router on that state "
+        f"directory again to adopt it, or stop it with `kill {pid}`"
+    ), line
+    assert not haproxy_pids_using(other.home), "a second HAProxy was started"
+    assert not gone(pid, timeout=0.5)  # its state is kept: it serves on, to be adopted

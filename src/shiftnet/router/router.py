@@ -127,6 +127,8 @@ class Router:
         self.driver = HAProxyDriver(
             self.work_dir, reload_interval=self.config.reload_interval_ms / 1000.0
         )
+        ports = (self.config.http_port, self.config.https_port, self.config.stats_port)
+        self.driver.process.listen_ports = ports  # never shared with a killed router's HAProxy
         self._runner = CoalescingRunner(
             self._sync, min_interval=sync_interval, max_interval=RESYNC_SECONDS, name="router-sync"
         )

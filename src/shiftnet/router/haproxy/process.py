@@ -34,15 +34,10 @@ from pathlib import Path
 from shiftnet.errors import ShiftnetError
 from shiftnet.router import metrics
 from shiftnet.router.haproxy import limits as limits_math
+from shiftnet.router.haproxy.held_ports import listening_ports, process_tree
 from shiftnet.router.haproxy.names import CONFIG_FILE
-from shiftnet.router.haproxy.socket_dirs import (
-    SocketDirClaim,
-    Sweep,
-    claim,
-    owner_dir,
-    socket_dir,
-    sweep_stale,
-)
+from shiftnet.router.haproxy.socket_dirs import SocketDirClaim, Sweep, claim, owner_dir, sweep_stale
+from shiftnet.router.haproxy.socket_dirs import socket_dir as socket_dir  # re-exported
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +61,10 @@ class ConfigCheckFailed(HAProxyError):
         self.output = output
         first = _first_alert(output)
         super().__init__(f"HAProxy configuration {path} is invalid: {first}")
+
+
+class PortsHeldError(HAProxyError):
+    """A killed router's HAProxy, kept for adoption, serves the ports this one needs."""
 
 
 class ReloadFailed(HAProxyError):
@@ -289,6 +288,9 @@ class HAProxyProcess:
         self.wanted = False  # set once started or adopted; restart_if_dead() acts only then
         self._lock = asyncio.Lock()
         self._claim: SocketDirClaim | None = None
+        # HAProxies of killed routers left for their own work dirs' routers to adopt
+        self.left_by_others: tuple[tuple[int, Path], ...] = ()
+        self.listen_ports: tuple[int, ...] = ()  # what the configuration binds (the router's)
 
     # ----------------------------------------------------------------- checks
     async def check(self, config_path: Path) -> None:
@@ -357,6 +359,7 @@ class HAProxyProcess:
         if self._claim is None or not self._claim.held:
             self._claim = claim(self.work_dir, self.run_dir)
         swept = sweep_stale(keep=owner_dir(self.work_dir))
+        self.left_by_others = swept.kept
         if swept.removed:
             log.info(
                 "stale socket dirs removed count=%d haproxy_stopped=%s",
@@ -364,6 +367,25 @@ class HAProxyProcess:
                 list(swept.stopped),
             )
         return swept
+
+    def _refuse_ports_held_by_leftovers(self) -> None:
+        """Refuse to start beside a killed router's HAProxy that serves our ports.
+
+        HAProxy binds with ``SO_REUSEPORT``: both would start, and the kernel would
+        split connections between this configuration and the left one's.
+        """
+        wanted = {port for port in self.listen_ports if port > 0}
+        for pid, work_dir in self.left_by_others:
+            held = sorted(wanted & listening_ports(process_tree(pid)))
+            if held:
+                ports = ", ".join(str(port) for port in held)
+                which = f"ports {ports} are" if len(held) > 1 else f"port {ports} is"
+                raise PortsHeldError(
+                    f"{which} served by HAProxy (pid {pid}) left running by a "
+                    f"router that was killed, with work dir {work_dir}: start the router "
+                    f"on that state directory again to adopt it, or stop it with "
+                    f"`kill {pid}`"
+                )
 
     def release_run_dir(self) -> None:
         """Let go of the socket directory (a HAProxy left running stays adoptable)."""
@@ -394,6 +416,7 @@ class HAProxyProcess:
 
     async def _start_locked(self) -> None:
         restart = self.wanted  # it was running (started or adopted) and is gone
+        self._refuse_ports_held_by_leftovers()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.master_socket.unlink()
