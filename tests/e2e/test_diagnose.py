@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_up import SHIFTNET, UpProcess, haproxy_pids, pod_pids
+from tests.e2e.test_up import SHIFTNET, UpProcess
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network, free_port
 
 from shiftnet.router.haproxy.process import socket_dir
@@ -154,19 +155,7 @@ def running_cluster(tmp: Path, extra_env: dict[str, str]) -> Iterator[Cluster]:
         up.read_until(r"Press Ctrl-C", timeout=120)
         yield Cluster(env, manifests)
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGINT)
-            try:
-                up.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(up.proc.pid, signal.SIGKILL)
-                up.proc.wait()
-        for pid in pod_pids(state):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        for pid in haproxy_pids(state):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_up(up.proc, state)  # and its pods and HAProxy (own sessions), by pid
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ that admitted it, and deleting the Ingress takes its Route off the router.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import http.client
 import json
@@ -26,10 +25,9 @@ from tests.e2e.test_up import (
     REPO,
     SHIFTNET,
     UpProcess,
-    haproxy_pids,
-    pod_pids,
     through_router,
 )
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network
 from tests.support.tls import TestCA
 
@@ -241,12 +239,4 @@ def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
         assert "reason=IncompleteIngressToRouteRules" in log, log
         assert "Unsupported exact path type in rule at index 0, path index 1" in log
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGKILL)
-            up.proc.wait(timeout=30)
-        for pid in pod_pids(state):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        for pid in haproxy_pids(state):  # daemonized: not in up's process group
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_up(up.proc, state)  # and its pods and HAProxy (own sessions), by pid

@@ -12,7 +12,6 @@ to the cluster, so their per-cluster choice is exercised too.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -27,6 +26,7 @@ import dns.message
 import dns.query
 import pytest
 from tests.e2e.test_up import SHIFTNET, UpProcess, haproxy_pids, pod_pids, through_router
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_port
 
 from shiftnet.sdn.pidfiles import process_start_time
@@ -124,15 +124,8 @@ class Cluster:
         assert not haproxy_pids(self.state)
 
     def kill(self) -> None:
-        if self.up is not None and self.up.proc.poll() is None:
-            os.killpg(self.up.proc.pid, signal.SIGKILL)
-            self.up.proc.wait()
-        for pid in pod_pids(self.state):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        for pid in haproxy_pids(self.state):  # daemonized: not in up's process group
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        if self.up is not None:
+            stop_up(self.up.proc, self.state)  # and its pods and HAProxy, by pid
 
     def network(self, label: str) -> str:
         """The cluster or service network the master says it runs with."""

@@ -6,7 +6,6 @@ commands work from any checkout directory (``shiftnet.io/workdir: "."``).
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import os
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 import dns.message
 import dns.query
 import pytest
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network
 from tests.support.scrape import scrape
 
@@ -285,15 +285,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         with pytest.raises(ProcessLookupError):
             os.killpg(up.proc.pid, 0)
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGKILL)
-            up.proc.wait()
-        for pid in pod_pids(state):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        for pid in haproxy_pids(state):  # daemonized: not in up's process group
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_up(up.proc, state)  # and its pods and HAProxy (own sessions), by pid
 
 
 def test_second_up_on_the_same_state_dir_is_refused(
@@ -370,12 +362,4 @@ def test_impatient_second_ctrl_c_still_stops_every_pod(
             assert process_start_time(pid) != start, f"pod process {pid} survived"
         assert not haproxy_pids(state), "haproxy survived"
     finally:
-        if up.proc.poll() is None:
-            os.killpg(up.proc.pid, signal.SIGKILL)
-            up.proc.wait()
-        for pid in pod_pids(state):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        for pid in haproxy_pids(state):  # daemonized: not in up's process group
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_up(up.proc, state)  # and its pods and HAProxy (own sessions), by pid

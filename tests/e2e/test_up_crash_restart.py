@@ -10,7 +10,6 @@ every change from before the kill until the restarted cluster has settled.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http.client
 import os
 import signal
@@ -20,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.test_up import UpProcess, haproxy_pids, pod_pids, through_router
+from tests.e2e.test_up import UpProcess, pod_pids, through_router
+from tests.support.leftovers import stop_up
 from tests.support.ports import free_cluster_network, free_port
 
 from shiftnet.store import open_store
@@ -203,16 +203,5 @@ def test_restart_after_sigkill_keeps_the_pod_ready_and_in_its_endpoints(tmp_path
         client.stop()
         watch.stop()
         for up in (first, second):
-            if up is not None and up.proc.poll() is None:
-                os.killpg(up.proc.pid, signal.SIGINT)
-                try:
-                    up.proc.wait(timeout=60)
-                except Exception:
-                    os.killpg(up.proc.pid, signal.SIGKILL)
-                    up.proc.wait()
-        for pid in pod_pids(state):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        for pid in haproxy_pids(state):  # a crashed up's HAProxy, if no up stopped it
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            if up is not None:
+                stop_up(up.proc, state)  # and a crashed up's pods and HAProxy, by pid
