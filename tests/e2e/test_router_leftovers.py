@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from shiftnet.router.haproxy.socket_dirs import (
     owner_dir,
     socket_base,
     socket_dir,
+    sweep_stale,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -196,3 +198,57 @@ def test_ports_served_by_a_killed_routers_haproxy_are_refused_with_its_pid(
     ), line
     assert not haproxy_pids_using(other.home), "a second HAProxy was started"
     assert not gone(pid, timeout=0.5)  # its state is kept: it serves on, to be adopted
+
+
+HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_sweep_touches_only_unlocked_owner_records_of_its_own_name_pattern(
+    tmp_path: Path,
+) -> None:
+    """Safety rules of the clean-up, on a base directory of the test's own."""
+    base = tmp_path / "base"
+    base.mkdir()
+    uid = os.geteuid()
+
+    def owned(name: str, record: bytes) -> Path:
+        directory = base / name
+        directory.mkdir(mode=0o700)
+        (directory / OWNER_FILE).write_bytes(record)
+        return directory
+
+    record = b'{"pid": 1, "work_dir": "/nonexistent/router-router"}'
+    stale = owned(f"shiftnet-{uid}-{'a' * 16}", record)
+    live = owned(f"shiftnet-{uid}-{'b' * 16}", record)
+    garbled = owned(f"shiftnet-{uid}-{'c' * 16}", b"not a record")
+    other_uid = owned(f"shiftnet-{uid + 1}-{'d' * 16}", record)
+    longer = owned(f"shiftnet-{uid}-{'e' * 17}", record)
+    unrecorded = base / f"shiftnet-{uid}-{'f' * 16}"
+    unrecorded.mkdir()
+    target = owned("elsewhere", record)
+    (base / f"shiftnet-{uid}-{'0' * 16}").symlink_to(target)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(live / OWNER_FILE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        swept = sweep_stale(keep=base / "mine", base=base)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert swept.removed == (stale,)
+    assert swept.stopped == () and swept.kept == ()
+    for untouched in (live, garbled, other_uid, longer, unrecorded, target):
+        assert untouched.is_dir(), untouched
+    assert (target / OWNER_FILE).exists()
+    # the lock's owner is gone now: its directory goes at the next sweep
+    assert sweep_stale(keep=base / "mine", base=base).removed == (live,)
