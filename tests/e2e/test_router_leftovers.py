@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from tests.support.leftovers import check_no_haproxy_left, stop_haproxy_of, stop
 from tests.support.ports import free_port
 from tests.support.router import haproxy_pids_using
 
+from shiftnet.router.haproxy.held_ports import listening_ports, process_tree
 from shiftnet.router.haproxy.socket_dirs import (
     OWNER_FILE,
     master_pid,
@@ -252,3 +254,17 @@ def test_the_sweep_touches_only_unlocked_owner_records_of_its_own_name_pattern(
     assert (target / OWNER_FILE).exists()
     # the lock's owner is gone now: its directory goes at the next sweep
     assert sweep_stale(keep=base / "mine", base=base).removed == (live,)
+
+
+def test_listening_ports_are_read_from_a_process_own_sockets() -> None:
+    with socket.socket() as v4, socket.socket(socket.AF_INET6) as v6, socket.socket() as idle:
+        v4.bind(("127.0.0.1", 0))
+        v4.listen()
+        v6.bind(("::1", 0))
+        v6.listen()
+        idle.bind(("127.0.0.1", 0))  # bound, not listening
+        ports = listening_ports([os.getpid()])
+        assert v4.getsockname()[1] in ports
+        assert v6.getsockname()[1] in ports
+        assert idle.getsockname()[1] not in ports
+    assert os.getpid() in process_tree(os.getpid())
