@@ -268,3 +268,29 @@ def test_listening_ports_are_read_from_a_process_own_sockets() -> None:
         assert v6.getsockname()[1] in ports
         assert idle.getsockname()[1] not in ports
     assert os.getpid() in process_tree(os.getpid())
+
+
+def test_a_socket_dir_name_taken_by_a_symlink_is_refused(
+    tmp_path: Path, routers: list[Router]
+) -> None:
+    """The short name is predictable (``/tmp`` is shared): never follow what is there."""
+    router = Router(tmp_path, "planted")
+    routers.append(router)
+    planted = owner_dir(router.work_dir)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted.symlink_to(elsewhere)
+    try:
+        res = subprocess.run(
+            router.command(), env=router.sn.env(), capture_output=True, text=True, timeout=30
+        )
+    finally:
+        planted.unlink()
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"error: socket directory {planted} is not a directory of this user "
+        f"(uid {os.geteuid()}): remove it, or give the router another work dir"
+    )
+    assert list(elsewhere.iterdir()) == []
+    assert not haproxy_pids_using(router.home)

@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from shiftnet.errors import ShiftnetError
 from shiftnet.router.haproxy.names import CONFIG_FILE
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,10 @@ PID_FILE = "haproxy.pid"
 MASTER_SOCKET = "master.sock"
 CLAIM_WAIT = 2.0  # seconds a start waits for a sweeping router to let go of its directory
 STOP_WAIT = 5.0  # seconds an unadoptable HAProxy gets to stop before SIGKILL
+
+
+class SocketDirError(ShiftnetError):
+    """The short directory a router's sockets or owner record need is not its own."""
 
 
 def socket_base() -> Path:
@@ -152,6 +157,7 @@ def claim(work_dir: Path, run_dir: Path) -> SocketDirClaim:
     deadline = time.monotonic() + CLAIM_WAIT
     while True:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _insist_own(directory)
         path = directory / OWNER_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -168,6 +174,19 @@ def claim(work_dir: Path, run_dir: Path) -> SocketDirClaim:
             continue
         _write_record(fd, record)
         return SocketDirClaim(directory, fd, record)
+
+
+def _insist_own(directory: Path) -> None:
+    """The name is predictable (and ``/tmp`` shared): use it only when it is a real
+    directory of this user, and private."""
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise SocketDirError(
+            f"socket directory {directory} is not a directory of this user (uid "
+            f"{os.geteuid()}): remove it, or give the router another work dir"
+        )
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(directory, 0o700)
 
 
 def _write_record(fd: int, record: dict[str, object]) -> None:
