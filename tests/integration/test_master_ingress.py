@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import base64
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from tests.support.master import eventually, running_master, service
 from tests.support.stores import etcd_server, store_url  # noqa: F401
 
-from shiftnet.api import Ingress, IngressClass, Route, Secret, parse_object
+from shiftnet.api import Event, Ingress, IngressClass, Route, Secret, parse_object
 from shiftnet.client import Client
 
 pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
 
 
 def ingress(paths: list[tuple[str, str]], **spec: Any) -> Ingress:
@@ -102,23 +104,58 @@ async def test_a_hand_edit_of_a_generated_route_is_put_back(tmp_path) -> None:
         assert back.name == route.name and back.spec.to.weight == 5
 
 
-async def test_an_exact_path_gets_no_route_and_a_warning(tmp_path, caplog) -> None:
+async def test_an_exact_path_gets_no_route_and_an_event_on_the_ingress(tmp_path, caplog) -> None:
+    """OpenShift records ``IncompleteIngressToRouteRules`` (type Normal) on the Ingress;
+    shiftnet writes it once per change of the reasons, not on every resync."""
     url = f"sqlite:///{tmp_path}/store.db"
     caplog.set_level(logging.WARNING, logger="shiftnet.master.ingress")
-    async with running_master(url) as (_, client):
+    async with running_master(url) as (master, client):
         await client.create(service("web"))
-        await client.create(ingress([("/exact", "Exact"), ("/", "Prefix")]))
+        created = await client.create(ingress([("/exact", "Exact"), ("/", "Prefix")]))
         await eventually(lambda: routes(client), lambda r: paths(r) == ["/"])
-        await eventually(
-            lambda: _async(caplog.text),
-            lambda text: (
-                "reason=IncompleteIngressToRouteRules" in text
-                and "Unsupported exact path type in rule at index 0, path index 0" in text
-            ),
+        [event] = await eventually(lambda: incomplete(client), lambda e: len(e) == 1)
+        ref = event.involved_object
+        assert (ref.kind, ref.namespace, ref.name, ref.uid) == (
+            "Ingress",
+            "default",
+            "shop",
+            created.metadata.uid,
         )
+        assert (event.type, event.source.component) == ("Normal", "master")
+        assert event.message == (
+            "Incomplete ingress to route rules detected: "
+            "Unsupported exact path type in rule at index 0, path index 0"
+        )
+        assert "reason=IncompleteIngressToRouteRules" in caplog.text
+
+        # a resync with the same reasons writes nothing more
+        before = master.ingress_routes.queue.syncs
+        await client.create(service("other"))  # a Service in the namespace requeues the Ingress
+        await eventually(lambda: _async(master.ingress_routes.queue.syncs), lambda n: n > before)
+        await master.ingress_routes.queue.wait_idle()
+        await master.events.flush()
+        [again] = await incomplete(client)
+        assert again.count == 1
+
+        # new reasons: a new Event naming the new path
+        current = await client.get(Ingress, "default", "shop")
+        changed = ingress([("/exact", "Exact"), ("/", "Prefix"), ("/one", "Exact")])
+        changed.metadata = current.metadata
+        await client.update(changed, current)
+        found = await eventually(lambda: incomplete(client), lambda e: len(e) == 2)
+        assert "Unsupported exact path type in rule at index 0, path index 2" in found[-1].message
 
 
-async def _async(value: str) -> str:
+async def incomplete(client: Client) -> list[Event]:
+    found = [
+        e
+        for e in await client.list(Event, "default")
+        if e.reason == "IncompleteIngressToRouteRules"
+    ]
+    return sorted(found, key=lambda e: e.message or "")
+
+
+async def _async(value: T) -> T:
     return value
 
 

@@ -14,7 +14,9 @@
 * :class:`~shiftnet.master.scheduler.Scheduler` (``spec.nodeName``; optional),
 * :class:`~shiftnet.events.expiry.EventExpiry` (deletes Events older than ``event_ttl``).
 
-The allocators record a Warning Event on a Service or Node they could not serve.
+The allocators record a Warning Event on a Service or Node they could not serve;
+the ingress-to-route controller records OpenShift's ``IncompleteIngressToRouteRules``
+Event on an Ingress some of whose paths get no Route.
 
 Run exactly one master per cluster: the allocators keep their pools in memory.
 """
@@ -92,6 +94,7 @@ class Master:
         )
         self.endpoint_slice_mirroring.events = self.events
         self.ingress_routes = IngressToRouteController(self.client, self.informers)
+        self.ingress_routes.events = self.events
         self.scheduler = Scheduler(self.client, self.informers) if self.config.scheduler else None
         for allocator in (self.subnets, self.cluster_ips, self.node_ports, self.load_balancers):
             allocator.events = self.events

@@ -8,9 +8,11 @@ differs (so a hand edit of a generated Route is put back at once). Routes
 whose Ingress is gone (or was re-created under the same name) are deleted:
 shiftnet has no garbage collector, so this controller does its part of one.
 
-An Ingress path that gets no Route is reported as OpenShift's Event
-``IncompleteIngressToRouteRules`` would be: one warning line in the master's
-log, repeated only when the reasons change.
+An Ingress path that gets no Route is reported as OpenShift's controller
+reports it: an Event ``IncompleteIngressToRouteRules`` (type Normal, as
+OpenShift records it) on the Ingress naming each rule and path and why, and a
+warning line in the master's log. Both are written when the set of reasons
+changes, not on every resync, so a steady Ingress does not grow its Event.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import time
 
 from shiftnet.api import Ingress, IngressClass, Route, Secret, Service
 from shiftnet.api.base import ObjectMeta
+from shiftnet.api.event import NORMAL
 from shiftnet.api.ingress import IngressClassSpec, IngressLoadBalancerIngress
 from shiftnet.client import Client
 from shiftnet.errors import AlreadyExists, Conflict, InvalidObject, NotFound
+from shiftnet.events.recorder import DISCARD, EventSink
 from shiftnet.informer import Informers
 from shiftnet.master.ingress_model import (
     CONTROLLER,
@@ -42,6 +46,7 @@ Key = tuple[str, str]  # (namespace, ingress name)
 # generateName's suffix alphabet (no vowels, no look-alikes), as upstream's
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 NAME_ATTEMPTS = 3  # OpenShift retries a name collision three times
+INCOMPLETE = "IncompleteIngressToRouteRules"  # OpenShift's reason
 
 
 def route_name(prefix: str) -> str:
@@ -64,7 +69,9 @@ class IngressToRouteController:
         self._owned: dict[Key, set[str]] = {}
         # our Route writes the route cache does not show yet: no sync plans from it until it does
         self._own_writes = OwnWrites(time.monotonic)
-        self._reported: dict[Key, tuple[str, ...]] = {}
+        # per Ingress: (uid, reasons) last reported, so a re-created Ingress is told again
+        self._reported: dict[Key, tuple[str, tuple[str, ...]]] = {}
+        self.events: EventSink = DISCARD
         self.queue: KeyedWorkQueue[Key] = KeyedWorkQueue(
             self._sync, workers=workers, name="ingress-to-route"
         )
@@ -186,7 +193,7 @@ class IngressToRouteController:
             await self._write_status(key, plan.load_balancer)
         for warning in plan.warnings:
             log.info("ingress annotation ignored ingress=%s/%s reason=%s", ns, name, warning)
-        self._report(key, tuple(notes))
+        self._report(ing, tuple(notes))
 
     async def _create(self, key: Key, route: Route) -> str | None:
         prefix = route.metadata.generate_name or f"{key[1]}-"
@@ -223,15 +230,17 @@ class IngressToRouteController:
             ",".join(e.hostname or "" for e in entries) or "none",
         )
 
-    def _report(self, key: Key, notes: tuple[str, ...]) -> None:
-        if self._reported.get(key, ()) == notes:
+    def _report(self, ing: Ingress, notes: tuple[str, ...]) -> None:
+        key = ing.key
+        seen = (ing.metadata.uid or "", notes)
+        if self._reported.get(key, ("", ())) == seen:
             return
-        self._reported[key] = notes
+        self._reported[key] = seen
         if notes:
+            message = "Incomplete ingress to route rules detected: " + "; ".join(notes)
+            self.events.record(ing, NORMAL, INCOMPLETE, message)
             log.warning(
-                "ingress incomplete ingress=%s/%s reason=IncompleteIngressToRouteRules message=%r",
-                *key,
-                "Incomplete ingress to route rules detected: " + "; ".join(notes),
+                "ingress incomplete ingress=%s/%s reason=%s message=%r", *key, INCOMPLETE, message
             )
 
     def _written(self, how: str, key: Key, route: Route) -> None:
