@@ -9,6 +9,8 @@ The series, their HAProxy fields and the label sets are OpenShift's
 ``{backend, namespace, route}`` with ``backend`` the route's kind (http,
 https-edge, https, tcp), servers ``{server, namespace, route, pod, service}``
 with ``server`` the pod's ``ip:port``. Values are gauges, as OpenShift's.
+The series are plain values here; ``metrics.py`` hands them to
+``prometheus_client``. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ import csv
 import io
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-
-from prometheus_client.core import GaugeMetricFamily
+from typing import NamedTuple
 
 from shiftnet.router.haproxy.description import Backend
 from shiftnet.router.haproxy.names import is_spare, server_name
@@ -126,19 +127,34 @@ def _number(value: str | None) -> float | None:
         return None
 
 
+class Sample(NamedTuple):
+    labels: dict[str, str]
+    value: float
+
+
+@dataclass
+class GaugeSeries:
+    """One gauge family: its name, help, label names and samples."""
+
+    name: str
+    documentation: str
+    label_names: tuple[str, ...]
+    samples: list[Sample] = field(default_factory=list)
+
+
 class _Families:
     """Gauge families by name, created on first use, yielded in creation order."""
 
     def __init__(self) -> None:
-        self.by_name: dict[str, GaugeMetricFamily] = {}
+        self.by_name: dict[str, GaugeSeries] = {}
 
     def add(
         self, name: str, doc: str, labels: tuple[str, ...], values: list[str], v: float
     ) -> None:
         family = self.by_name.get(name)
         if family is None:
-            family = self.by_name[name] = GaugeMetricFamily(name, doc, labels=list(labels))
-        family.add_metric(values, v)
+            family = self.by_name[name] = GaugeSeries(name, doc, labels)
+        family.samples.append(Sample(dict(zip(labels, values, strict=True)), v))
 
 
 def _add_fields(
@@ -181,7 +197,7 @@ def _add_responses(
                     (*labels, "code"), [*values, code], value)  # fmt: skip
 
 
-def families(rows: list[dict[str, str]], labels: StatLabels) -> Iterator[GaugeMetricFamily]:
+def families(rows: list[dict[str, str]], labels: StatLabels) -> Iterator[GaugeSeries]:
     """OpenShift's ``haproxy_frontend_*``, ``haproxy_backend_*`` and ``haproxy_server_*``.
 
     Spare backends not serving a route, and empty server slots, are left out:

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from shiftnet.router.haproxy_stats import (
     STAT_QUERY,
+    GaugeSeries,
     StatLabels,
     families,
     parse_stat_csv,
@@ -157,7 +158,14 @@ class HAProxyCollector(Collector):
             return [], 0
         self.up = 1.0
         rows = parse_stat_csv(text)
-        return list(families(rows, labels)), len(rows)
+        return [_gauge(series) for series in families(rows, labels)], len(rows)
+
+
+def _gauge(series: GaugeSeries) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(series.name, series.documentation, labels=series.label_names)
+    for sample in series.samples:
+        family.add_metric([sample.labels[name] for name in series.label_names], sample.value)
+    return family
 
 
 async def haproxy_stats(router: Any) -> tuple[str, StatLabels]:
