@@ -1,7 +1,7 @@
 """An Ingress as a user applies it: ``shiftnet apply`` on a running ``shiftnet up``, then curl.
 
 The Ingress is served through the router on its host and path, an Exact path
-gets no Route (and a warning naming it), ``get ingress`` shows the router
+gets no Route (and an Event on the Ingress naming it), ``get ingress`` shows the router
 that admitted it, and deleting the Ingress takes its Route off the router.
 """
 
@@ -223,6 +223,17 @@ def test_an_applied_ingress_is_served_through_the_router_and_removed_with_it(
 
         described = shiftnet("describe", "ingress", "store", "-n", "shop").stdout
         assert f"{names[0].split('/')[1]}  store.shop.example.com/cart  admitted by" in described
+        # the Exact path: OpenShift's Event on the Ingress, shown by describe
+        event = re.compile(
+            r"^\s+Normal\s+IncompleteIngressToRouteRules\s+.*\s+master\s+"
+            r"Incomplete ingress to route rules detected: "
+            r"Unsupported exact path type in rule at index 0, path index 1$",
+            re.M,
+        )
+        wait_for(
+            lambda: event.search(shiftnet("describe", "ingress", "store", "-n", "shop").stdout),
+            timeout=10,
+        )
 
         gone = shiftnet("delete", "ingress", "store", "-n", "shop")
         assert gone.returncode == 0, gone.stderr
