@@ -176,10 +176,6 @@ def commit_ssl_cert(file: str) -> str:
     return f"commit ssl cert {_cert_file(file)}"
 
 
-def abort_ssl_cert(file: str) -> str:
-    return f"abort ssl cert {_cert_file(file)}"
-
-
 def del_ssl_cert(file: str) -> str:
     return f"del ssl cert {_cert_file(file)}"
 

@@ -430,6 +430,3 @@ class HAProxyDriver:
 
     def clear_scratch(self) -> None:
         shutil.rmtree(self.scratch_dir, ignore_errors=True)
-
-    def clear_staging(self) -> None:
-        shutil.rmtree(self.staging_dir, ignore_errors=True)

@@ -77,7 +77,6 @@ def file_name(*parts: str, suffix: str) -> str:
 
 _PLAIN_ASCII_RE = re.compile(r"[\x20-\x7e]*")
 _VISIBLE_RE = re.compile(r"[\x21-\x7e]+")
-_WORDS_RE = re.compile(r"[\x21-\x7e]+( [\x21-\x7e]+)*")
 _SUFFIX_RE = re.compile(r"\.[a-z0-9]{1,8}")
 
 
@@ -113,13 +112,6 @@ def path(value: str, what: str = "path") -> str:
     if not value.startswith("/"):
         raise UnsafeValue(f"{what} {value!r} is not an absolute path")
     return quoted(value, what)
-
-
-def bare_path(value: str, what: str = "path") -> str:
-    """An absolute file path where HAProxy takes no quotes (crt-list lines): no spaces."""
-    if not value.startswith("/") or not _VISIBLE_RE.fullmatch(value) or "#" in value:
-        raise UnsafeValue(f"{what} {value!r} must be an absolute path of visible ASCII")
-    return value
 
 
 # ---------------------------------------------------------------- header actions
@@ -264,13 +256,6 @@ def ip_network(value: str, what: str = "network") -> str:
 def map_key(value: str, what: str = "map key") -> str:
     """A key in an HAProxy map file: visible ASCII, no leading ``#`` (keys cannot be quoted)."""
     if not value or not _VISIBLE_RE.fullmatch(value) or value.startswith("#"):
-        raise UnsafeValue(f"{what} {value!r} cannot be written in a map file")
-    return value
-
-
-def map_value(value: str, what: str = "map value") -> str:
-    """A value in a map file: visible ASCII words separated by single spaces."""
-    if not _WORDS_RE.fullmatch(value):
         raise UnsafeValue(f"{what} {value!r} cannot be written in a map file")
     return value
 

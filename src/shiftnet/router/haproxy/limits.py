@@ -82,8 +82,3 @@ def fit_maxconn(requested: int, nofile: int, checked: int = 0, threads: int = 1)
     # The checks alone do not fit: keep half the connections' share and let
     # HAProxy start anyway (only checks in flight hold descriptors).
     return MaxconnFit(min(requested, floor), requested, nofile, checked, strict=False)
-
-
-def descriptors_needed(maxconn: int, checked: int, threads: int = 1) -> int:
-    """What HAProxy 2.6 asks for (measured formula, without the fixed listeners)."""
-    return 2 * maxconn + checked + FD_PER_THREAD * max(1, threads)
