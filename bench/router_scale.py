@@ -1,4 +1,4 @@
-"""Router scale benchmark (issue 5): shiftnet's router vs an OpenShift-style configuration.
+"""Router scale benchmark: shiftnet's router vs an OpenShift-style configuration.
 
     .venv/bin/python bench/router_scale.py [--sizes 10,1000,10000] [--quick]
         [--json bench/results/router_scale.json] [--churn-seconds 60]

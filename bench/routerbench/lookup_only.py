@@ -1,7 +1,8 @@
 """shiftnet's configuration with every HTTP route's map entry pointing at one backend.
 
-Why: issue 5's lookup target assumes that with shared pods "only the route
-lookup differs" between 10 and 10,000 routes. With one HAProxy backend per
+Why: the router's lookup target (requests/s at 10,000 routes over those at 10)
+assumes that with shared pods "only the route lookup differs" between 10 and
+10,000 routes. With one HAProxy backend per
 route (OpenShift's layout, and shiftnet's with ``ROUTER_SHARE_BACKENDS=false``)
 that is not so: the traffic is also spread over 10,000 backends, servers and
 idle-connection pools. This configuration keeps everything the lookup touches

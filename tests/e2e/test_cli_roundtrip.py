@@ -24,8 +24,9 @@ SEEDS = ROOT / "examples" / "seeds"
 SIT = SEEDS / "004-sit-jenkins-passthrough.yaml"
 KURYR = SEEDS / "003-mynamespace-test.yaml"
 
-# Seed 004, section 2.4: what `oc describe route` printed for the sit/jenkins route.
-SEED_004_DESCRIBE = """\
+# What OpenShift's `oc describe route` prints for the sit/jenkins passthrough route, as
+# OpenShift's HAProxy router guide shows it.
+OC_DESCRIBE_SIT_JENKINS = """\
 Name: sitjenkins.com.cn
 Namespace: sit
 Labels: app=jenkins-ephemeral
@@ -78,13 +79,13 @@ def test_apply_creates_then_reports_unchanged(sn: Shiftnet) -> None:
 
 
 @SQLITE_AND_KUBE
-def test_describe_passthrough_route_shows_what_seed_004_shows(sn: Shiftnet) -> None:
+def test_describe_passthrough_route_shows_what_oc_describe_shows(sn: Shiftnet) -> None:
     sn.ok("apply", "-f", str(SIT))
     out = sn.ok("describe", "route", "sitjenkins.com.cn", "-n", "sit")
     got = squeeze(out)
-    # Every line of the seed's output, in the seed's order (shiftnet adds Created and
+    # Every line of oc's output, in oc's order (shiftnet adds Created and
     # Insecure Policy between them, as oc does).
-    want = squeeze(SEED_004_DESCRIBE)
+    want = squeeze(OC_DESCRIBE_SIT_JENKINS)
     positions = [got.index(line) for line in want]
     assert positions == sorted(positions), got
     assert "Insecure Policy: <none>" in got

@@ -150,7 +150,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             ) as resp:
                 body = resp.read().decode()
             assert f"pod={name} ns={ns}" in body
-        # The seed-003 route answers through the router, straight from its pod.
+        # Kuryr's example route, mynamespace/test, answers through the router, from its pod.
         http_port = env["ROUTER_SERVICE_HTTP_PORT"]
         body = through_router(http_port, "www.example.com", "/hello")
         assert "ns=mynamespace" in body, body

@@ -1,4 +1,4 @@
-"""Master + a real node agent: Endpoints follow real pod processes (issue 3's "done when")."""
+"""Master + a real node agent: Endpoints follow real pod processes as they start, stop and die."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Master + node agent on real processes: pods become Endpoints, and leave them.
 
-The Done-when of the local cluster issue: 3 pods and a Service; the Endpoints
+3 pods and a Service; the Endpoints
 list the 3 pod IPs once ready; a killed pod process leaves ``addresses``,
 restarts and comes back; a pod whose labels change leaves the Endpoints.
 """

@@ -211,7 +211,10 @@ class L7Model:
 
 
 def pool_name(namespace: str, service: str) -> str:
-    """Seed 003's pool name. Namespaces cannot contain ``_``, so the name is unambiguous."""
+    """A pool's name, as Kuryr's Route design names it.
+
+    Namespaces cannot contain ``_``, so the name is unambiguous.
+    """
     return f"{namespace}_{service}"
 
 

@@ -45,7 +45,7 @@ class NodeConfig:
     state_dir: Path = field(default_factory=default_state_dir)
     network: str = "local"
     host_ip: str = "127.0.0.1"  # local mode: the node is this machine's loopback
-    # sdn mode: the VXLAN tunnel (seed 002's vxlan0); 4789 is the IANA VXLAN port
+    # sdn mode: the VXLAN tunnel (OpenShift SDN's vxlan0); 4789 is the IANA VXLAN port
     vni: int = 1
     vxlan_port: int = 4789
     heartbeat_seconds: float = 10.0

@@ -2,8 +2,8 @@
 
 Linux routes all of 127.0.0.0/8 to ``lo``, so a process can bind any
 127.x.y.z without root. A pod's "network" is therefore just its address; the
-node's subnet must lie inside 127.0.0.0/8 for that to hold. The SDN mode of
-a later issue implements the same small interface with namespaces and veths.
+node's subnet must lie inside 127.0.0.0/8 for that to hold. The SDN mode
+implements the same small interface with namespaces and veths.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SDN mode, pure: what one node's network must look like, from the HostSubnets.
 
-Seed 002 describes OpenShift SDN on Open vSwitch. This kernel has no OVS, so
+OpenShift SDN is built on Open vSwitch. This kernel has no OVS, so
 shiftnet builds the same paths from plain Linux parts, the way flannel's VXLAN
 backend does:
 
@@ -137,7 +137,7 @@ def host_veth(namespace: str, name: str) -> str:
 
 
 def masquerade_ruleset(net: NodeNetwork, table: str = "shiftnet-sdn") -> str:
-    """nftables: masquerade pod traffic that leaves the cluster network (seed 002's NAT path).
+    """nftables: masquerade pod traffic that leaves the cluster network (OpenShift SDN's NAT path).
 
     Every value is an address parsed by :mod:`ipaddress` above, never raw user text.
     """

@@ -223,7 +223,7 @@ def _as_net(item: object) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
 
 
 def trace_out(src: PodPlace, dst_ip: str) -> Trace:
-    """The hops from ``src``'s eth0 to an address outside the cluster (seed 002's third path)."""
+    """The hops from ``src``'s eth0 to an address outside the cluster (OpenShift SDN's path out)."""
     veth_a, bridge_a = _veth_side(src)
     t = Trace(hops=["eth0", veth_a, bridge_a])
     t.notes.append(f"{src.label}: eth0 {src.ip} in {src.pod_netns}; peer {veth_a} on {bridge_a}")

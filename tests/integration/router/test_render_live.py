@@ -1,4 +1,4 @@
-"""The rendered configuration routes real requests as the router issue says.
+"""The rendered configuration routes real requests to the pods the routes name.
 
 Renders admitted routes straight into a real HAProxy (no driver): host and
 path lookups through the longest-prefix maps, wildcards, edge / passthrough /

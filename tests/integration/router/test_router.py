@@ -67,7 +67,7 @@ async def test_http_route_reaches_pods_and_is_admitted(router_env: RouterEnv) ->
         assert r.status == 503 and not r.backend
 
 
-async def test_seed_003_route_before_service_then_last_route_deleted(
+async def test_route_before_its_service_answers_503_and_deleting_the_last_route_drops_the_pool(
     router_env: RouterEnv,
 ) -> None:
     env = router_env
