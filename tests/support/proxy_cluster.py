@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from shiftnet.api import Endpoints, Service
+from shiftnet.api import Endpoints, EndpointSlice, Service
 from shiftnet.client import Client
 
 
@@ -56,7 +56,33 @@ def endpoints(
     )
 
 
-async def put(client: Client, obj: Service | Endpoints) -> None:
+def endpoint_slice(
+    name: str,
+    addresses: Sequence[tuple[str, int]],
+    *,
+    port_name: str = "main",
+    namespace: str = "default",
+) -> EndpointSlice:
+    """One IPv4 slice of Service ``name``: ready endpoints, one port (all share it)."""
+    ports = sorted({port for _, port in addresses})
+    assert len(ports) == 1, "one port a slice"
+    return EndpointSlice.model_validate(
+        {
+            "metadata": {
+                "name": f"{name}-s1",
+                "namespace": namespace,
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": [ip], "conditions": {"ready": True}} for ip, _ in addresses
+            ],
+            "ports": [{"name": port_name, "port": ports[0], "protocol": "TCP"}],
+        }
+    )
+
+
+async def put(client: Client, obj: Service | Endpoints | EndpointSlice) -> None:
     """Create or replace (unconditionally) an object."""
     existing = await client.try_get(type(obj), obj.metadata.namespace, obj.metadata.name)
     if existing is None:

@@ -3,9 +3,11 @@
 Informer handlers only mark a service dirty (cheap, any number of times); the
 coalesced sync then recomputes just the dirty services' entries and diffs only
 their ports, so a one-service change costs one service's work, not the whole
-table's. VIP conflicts resolve as in :func:`build_service_table` (the service
-that sorts first by namespace/name owns the ClusterIP:port): a service that
-loses a VIP waits for it and is recomputed when it is freed.
+table's. Address conflicts resolve as in :func:`build_service_table`: a
+ClusterIP:port goes to the service whose ClusterIP it is before any that names
+it as an external address, then to the service that sorts first by
+namespace/name; a service that loses an address waits for it and is
+recomputed when it is freed.
 """
 
 from __future__ import annotations
@@ -85,7 +87,9 @@ class ProxyChanges:
                     holder = self._owner.get(claim)
                     if holder is None or holder.service == key:
                         continue
-                    if key < holder.service:  # we sort first: take it over
+                    held = self._entries.get(holder)
+                    theirs = (held is None or claim != held.vip, holder.service)
+                    if (claim != entry.vip, key) < theirs:  # ours by rank: take it over
                         queue.append(holder.service)
                     else:
                         self._waiting.setdefault(claim, set()).add(key)

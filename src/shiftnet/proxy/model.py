@@ -343,30 +343,43 @@ def build_service_table(
 def merge_entries(
     per_service: Iterable[tuple[list[ServiceEntry], list[Problem]]],
 ) -> ServiceTable:
-    """Join per-service results into a table, refusing a second claim on one address."""
-    entries: dict[ServicePortName, ServiceEntry] = {}
+    """Join per-service results into a table, refusing a second claim on one address.
+
+    ClusterIPs are claimed first, all of them, then the external addresses: a
+    Service's node port, external IP or load-balancer address never takes the
+    ClusterIP of another, whichever sorts first (the allocator hands each
+    ClusterIP to one Service; any tenant may write an external address)."""
     owner: dict[tuple[str, str, int], ServicePortName] = {}
     problems: list[Problem] = []
+    candidates: list[ServiceEntry] = []
     for svc_entries, svc_problems in per_service:
         problems.extend(svc_problems)
         for entry in svc_entries:
-            taken = [(c, owner[c]) for c in entry.claims if owner.get(c, entry.id) != entry.id]
-            if taken:
-                claim, holder = taken[0]
-                problems.append(
-                    Problem(
-                        entry.id.namespace,
-                        entry.id.name,
-                        claim_field(entry, claim),
-                        f"{claim_text(claim)} is already used by {holder}",
-                    )
-                )
-                continue
-            for claim in entry.claims:
-                owner[claim] = entry.id
-            entries[entry.id] = entry
+            holder = owner.setdefault(entry.vip, entry.id)
+            if holder != entry.id:
+                problems.append(_taken(entry, entry.vip, holder))
+            else:
+                candidates.append(entry)
+    entries: dict[ServicePortName, ServiceEntry] = {}
+    for entry in candidates:
+        taken = [(c, owner[c]) for c in entry.external_vips if owner.get(c, entry.id) != entry.id]
+        if taken:
+            problems.append(_taken(entry, *taken[0]))
+            continue
+        for claim in entry.external_vips:
+            owner[claim] = entry.id
+        entries[entry.id] = entry
     problems.sort(key=lambda p: (p.namespace, p.name, p.field))
     return ServiceTable(dict(sorted(entries.items())), tuple(problems))
+
+
+def _taken(entry: ServiceEntry, claim: tuple[str, str, int], holder: ServicePortName) -> Problem:
+    return Problem(
+        entry.id.namespace,
+        entry.id.name,
+        claim_field(entry, claim),
+        f"{claim_text(claim)} is already used by {holder}",
+    )
 
 
 def diff_tables(old: ServiceTable, new: ServiceTable) -> TableDiff:

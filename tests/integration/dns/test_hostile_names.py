@@ -1,9 +1,12 @@
 """A hostile tenant against the cluster DNS.
 
 A good Service is asked for in a loop by a client process on loopback while a
-tenant writes Services and Endpoints whose names, namespaces, port names,
-protocols, addresses, ExternalName targets and endpoint hostnames are hostile
-(tests/support/hostile_services.py): first through the validating client,
+tenant writes Services, Endpoints and EndpointSlices whose names, namespaces,
+port names, protocols, addresses, ExternalName targets, endpoint hostnames and
+every EndpointSlice field (labels naming another namespace's Service among
+them) are hostile (tests/support/hostile_services.py); the good headless
+Service is read from an EndpointSlice, as DNS reads them first. First through
+the validating client,
 then, when refused, straight into the store around validation. The good name
 must never fail to resolve, every answer the server gives about the tenant's
 names must be well-formed DNS holding only valid labels, no log line may be
@@ -29,6 +32,7 @@ import dns.rdatatype
 import pytest
 from tests.support.dns import endpoints, headless, service
 from tests.support.hostile_services import cases
+from tests.support.proxy_cluster import endpoint_slice
 from tests.support.proxy_netns import ROOT
 
 from shiftnet.api import parse_object
@@ -109,6 +113,9 @@ async def test_hostile_tenant_names_do_not_disturb_dns(
                 ports=[{"name": "pg", "port": 5432}],
             )
         )
+        db_slice = endpoint_slice("db", [("10.1.0.3", 5432)], port_name="pg")
+        db_slice.endpoints[0].hostname = "db-1"
+        await client.create(db_slice)  # hides the Endpoints above
         server = await start()
         await server.sync()
         steady = await asyncio.to_thread(start_steady, server.address[1])
@@ -117,7 +124,7 @@ async def test_hostile_tenant_names_do_not_disturb_dns(
         written: list[Any] = []
         for case in cases("10.201.1.2", 8080):
             try:
-                for raw in (case.service, case.endpoints):
+                for _, raw in case.objects:
                     await client.create(parse_object(raw))  # type: ignore[type-var]
                 accepted += 1
                 written.append(case)
@@ -125,7 +132,7 @@ async def test_hostile_tenant_names_do_not_disturb_dns(
             except ShiftnetError as err:
                 assert "\n" not in str(err) and len(str(err)) <= 800, (case.label, str(err)[:300])
                 refused += 1
-            for resource, body in (("services", case.service), ("endpoints", case.endpoints)):
+            for resource, body in case.objects:
                 try:
                     await store.create(resource, body)
                 except ShiftnetError:
@@ -174,7 +181,9 @@ async def test_hostile_tenant_names_do_not_disturb_dns(
         answer = await ask(again, GOOD, "A")
         assert [rd.to_text() for rr in answer.answer for rd in rr] == ["172.30.0.10"]
         srv = await ask(again, "_pg._tcp.db.default.svc.cluster.local", "SRV")
-        assert srv.answer, srv.to_text()
+        assert [rd.target.to_text() for rr in srv.answer for rd in rr] == [
+            "db-1.db.default.svc.cluster.local."
+        ], srv.to_text()
     finally:
         if steady is not None and steady.poll() is None:
             steady.kill()

@@ -1,9 +1,13 @@
 """A hostile tenant against the kernel service proxy (nftables and iptables).
 
 A good Service serves a client that keeps connecting through its ClusterIP
-(from a namespace this test creates) while a tenant writes Services and
-Endpoints with hostile values in every field that reaches a ruleset: names,
-namespaces, port names, protocols, addresses, ports, session affinity. Each
+(from a namespace this test creates) while a tenant writes Services,
+Endpoints and EndpointSlices with hostile values in every field that reaches
+a ruleset (tests/support/hostile_services.py): names, namespaces, ports, node
+ports, protocols, addresses, external and load-balancer addresses (the good
+Service's own ClusterIP among them), traffic policies, session affinity, and
+every field of an EndpointSlice. The good Service is read from an
+EndpointSlice, as the components read them first. Each
 goes first through the validating client (refused with one clear sentence, or
 accepted as valid), then, when refused, straight into the store around
 validation, as a broken writer could. The good Service must lose no request,
@@ -24,7 +28,14 @@ from typing import Any
 
 import pytest
 from tests.support.hostile_services import cases
-from tests.support.proxy_cluster import backends_of, endpoints, put, service, wait_until
+from tests.support.proxy_cluster import (
+    backends_of,
+    endpoint_slice,
+    endpoints,
+    put,
+    service,
+    wait_until,
+)
 from tests.support.proxy_netns import ROOT, Topology, sh
 
 from shiftnet.api import parse_object
@@ -43,8 +54,9 @@ pytestmark = [
 
 PORT = 8080
 VIP = "172.30.0.10"
-# Text of the hostile payloads that must never appear in a ruleset.
-MARKERS = ("-j DROP", "flush ruleset", "table ip evil", "reboot", "COMMIT\nCOMMIT")
+# Text of the hostile payloads that must never appear in a ruleset (a DROP of its
+# own, for a Local traffic policy without local endpoints, may).
+MARKERS = ("-A KUBE-SERVICES -j DROP", "flush ruleset", "table ip evil", "reboot", "COMMIT\nCOMMIT")
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +106,9 @@ async def apply_hostile(client: Client, store: Any, backend_ip: str) -> tuple[in
 
     Returns (refused by validation, accepted, written around validation)."""
     refused = accepted = raw = 0
-    for case in cases(backend_ip, PORT):
+    for case in cases(backend_ip, PORT, good_vip=VIP):
         try:
-            objs = [parse_object(case.service), parse_object(case.endpoints)]
+            objs = [parse_object(body) for _, body in case.objects]
             for obj in objs:
                 await client.create(obj)  # type: ignore[type-var]
             accepted += 1
@@ -105,7 +117,7 @@ async def apply_hostile(client: Client, store: Any, backend_ip: str) -> tuple[in
             text = str(err)
             assert text and "\n" not in text and len(text) <= 800, (case.label, text[:300])
             refused += 1
-        for resource, body in (("services", case.service), ("endpoints", case.endpoints)):
+        for resource, body in case.objects:
             try:
                 await store.create(resource, body)
                 raw += 1
@@ -135,7 +147,8 @@ async def test_hostile_tenant_services_do_not_disturb_a_good_one(
     try:
         await put(client, service("web", VIP, 80))
         backends = [(topo.backend_ip(i), PORT) for i in (1, 2, 3)]
-        await put(client, endpoints("web", backends))
+        await put(client, endpoints("web", backends[:1]))  # hidden by the slice
+        await put(client, endpoint_slice("web", backends))
         proxy = await start()
         await wait_until(lambda: len(backends_of(proxy, "default", "web")) == 3, what="web")
         steady = await asyncio.to_thread(SteadyClient, topo.client, "tcp", VIP, "80", "300")

@@ -130,3 +130,38 @@ def test_node_port_and_external_ip_conflicts_first_wins_in_both_builds() -> None
     table, diff = take()
     assert {e.id.name for e in table.entries.values()} == {"b", "c"} and not table.problems
     assert sorted(e.id.name for e in diff.added) == ["b", "c"]
+
+
+def test_an_external_address_never_takes_another_services_cluster_ip() -> None:
+    """A tenant names a good Service's ClusterIP:port as its external IP or LB address;
+    the tenant sorts first, and writes before or after: the ClusterIP stays the good one's."""
+    good = service("web", "172.30.0.10", 80)
+    hostile = {
+        ("a", "ext"): typed("ext", "172.30.0.20", None, externalIPs=["172.30.0.10"]),
+        ("a", "lb"): typed(
+            "lb",
+            "172.30.0.21",
+            None,
+            type="LoadBalancer",
+            status={"loadBalancer": {"ingress": [{"ip": "172.30.0.10"}]}},
+        ),
+    }
+    for key, svc in hostile.items():
+        svc.metadata.namespace = key[0]
+    full = build_service_table([*hostile.values(), good], [])
+    svcs: dict[tuple[str, str], Service] = {}
+    for first_good in (True, False):
+        svcs.clear()
+        changes = ProxyChanges()
+        order = [{("default", "web"): good}, hostile]
+        for batch in order if first_good else order[::-1]:
+            svcs.update(batch)
+            for key in batch:
+                changes.mark(*key)
+            table, _ = changes.take(lambda ns, n: svcs.get((ns, n)), lambda ns, n: None)
+        for built in (table, full):
+            assert {e.id.name for e in built.entries.values()} == {"web"}
+            assert {(p.name, p.field) for p in built.problems} == {
+                ("ext", "spec.externalIPs"),
+                ("lb", "status.loadBalancer.ingress"),
+            }
