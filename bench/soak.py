@@ -6,15 +6,18 @@ loopback ranges) with three pods behind a Service and a Route, then for
 ``--minutes``:
 
 * traffic, each a bounded loop of short connections (one request a
-  connection): HTTP through the router, HTTP to the ClusterIP (user-space
-  proxy), DNS over UDP and over TCP to the cluster DNS;
+  connection): HTTP and HTTPS (an edge Route: a TLS handshake each) through
+  the router, HTTP to the ClusterIP (user-space proxy), DNS over UDP and over
+  TCP to the cluster DNS, and the API server over HTTPS with the admin token
+  (a get, then a watch opened and dropped after its first event);
 * churn through the store: Routes created and deleted, Services created and
   deleted (proxy listeners, DNS records, Endpoints), and a pod of its own
   deleted and created again;
 * every ``--sample`` seconds, the open descriptors and RSS of the `shiftnet
-  up` process and of its HAProxy processes.
+  up` process and of its HAProxy processes, and the size of the store's
+  files (``state.db`` and its write-ahead log).
 
-The traffic only ever targets the stable Service and Route, which the churn
+The traffic only ever targets the stable Service and Routes, which the churn
 never touches: any failed request is a defect. At the first failed request
 through the router, what `shiftnet diagnose route` finds is kept in the report.
 The table shows descriptors and memory after warm-up, at the end and at their
@@ -27,6 +30,7 @@ peak; JSON goes to ``bench/results/soak.json``.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import http.client
 import json
@@ -35,6 +39,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -48,10 +53,12 @@ from typing import Any
 import dns.message
 import dns.query
 import dns.rdatatype
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SHIFTNET = Path(sys.executable).parent / "shiftnet"
 HOST = "soak.example.test"
+TLS_HOST = "soak-edge.example.test"
 SERVICE_PORT = 18080
 PODS = 3
 
@@ -93,20 +100,24 @@ spec:
 """
 
 
-def route_yaml(name: str, host: str, service: str) -> str:
+def route_yaml(name: str, host: str, service: str, tls: str = "") -> str:
     return f"""apiVersion: route.openshift.io/v1
 kind: Route
 metadata: {{name: {name}, namespace: soak}}
 spec:
   host: {host}
   to: {{kind: Service, name: {service}}}
-"""
+{tls}"""
+
+
+EDGE = "  tls: {termination: edge}\n"  # the router's default certificate
 
 
 def write_manifests(folder: Path) -> None:
     docs = ["apiVersion: v1\nkind: Namespace\nmetadata: {name: soak}\n"]
     docs += [pod_yaml(f"hello-{i}", "hello") for i in range(1, PODS + 1)]
     docs += [service_yaml("hello", "hello"), route_yaml("hello", HOST, "hello")]
+    docs += [route_yaml("hello-edge", TLS_HOST, "hello", EDGE)]
     (folder / "soak.yaml").write_text("---\n".join(docs))
 
 
@@ -147,6 +158,15 @@ class Sample:
     haproxy_fds: int
     haproxy_rss_kib: int
     haproxy_processes: int
+    store_kib: int
+    wal_kib: int
+
+
+def file_kib(path: Path) -> int:
+    try:
+        return path.stat().st_size // 1024
+    except OSError:
+        return 0
 
 
 def take_sample(t0: float, up_pid: int, state: Path) -> Sample:
@@ -156,7 +176,11 @@ def take_sample(t0: float, up_pid: int, state: Path) -> Sample:
             fds += fd_count(pid)
             rss += rss_kib(pid)
             n += 1
-    return Sample(time.monotonic() - t0, fd_count(up_pid), rss_kib(up_pid), fds, rss, n)
+    db = state / "state.db"
+    return Sample(
+        time.monotonic() - t0, fd_count(up_pid), rss_kib(up_pid), fds, rss, n,
+        file_kib(db), file_kib(db.with_name("state.db-wal")),
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------ traffic
@@ -197,6 +221,73 @@ def http_once(addr: str, port: int, host: str) -> str | None:
         conn.close()
 
 
+def https_once(port: int, host: str) -> str | None:
+    """One TLS handshake (SNI ``host``) and one request through the router."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    request = f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname=host) as tls,
+        ):
+            tls.sendall(request)
+            data = b""
+            while chunk := tls.recv(65536):
+                data += chunk
+    except OSError as exc:
+        return f"{exc.__class__.__name__}: {exc}"
+    head, _, body = data.partition(b"\r\n\r\n")
+    if head.split(b" ", 2)[1:2] != [b"200"] or not body.startswith(b"pod="):
+        return f"answer {data[:120]!r}"
+    return None
+
+
+@dataclass
+class Api:
+    """The API server's address and the admin credential, read from the kubeconfig."""
+
+    port: int
+    token: str
+    ctx: ssl.SSLContext
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path, port: int) -> Api:
+        config = yaml.safe_load(path.read_text())
+        ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
+        ctx = ssl.create_default_context(cadata=ca.decode())
+        ctx.check_hostname = False  # the certificate names the server; we dial 127.0.0.1
+        return cls(port, config["users"][0]["user"]["token"], ctx)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=5, context=self.ctx)
+        try:
+            conn.request("GET", path, headers={"Authorization": f"Bearer {self.token}"})
+            resp = conn.getresponse()
+            # a watch: its first event line is enough; the connection is then dropped
+            body = resp.readline() if "watch=" in path else resp.read()
+            return resp.status, body
+        finally:
+            conn.close()
+
+
+def api_once(api: Api, step: list[int]) -> str | None:
+    """A get of the stable Service; every other call a watch dropped after its first event."""
+    step[0] += 1
+    watch = step[0] % 2 == 0
+    path = "/api/v1/namespaces/soak/services" + (
+        "?watch=1&fieldSelector=metadata.name%3Dhello" if watch else "/hello"
+    )
+    try:
+        status, body = api.get(path)
+    except OSError as exc:
+        return f"{exc.__class__.__name__}: {exc}"
+    if status != 200 or b'"hello"' not in body:
+        return f"{'watch' if watch else 'get'}: status {status} body {body[:120]!r}"
+    return None
+
+
 def dns_once(port: int, name: str, want: str, tcp: bool) -> str | None:
     query = dns.message.make_query(name, dns.rdatatype.A)
     try:
@@ -227,11 +318,11 @@ def run_loop(loop: Loop, once: Any, rate: float, stop: threading.Event) -> None:
             next_at = time.monotonic()
 
 
-def diagnose_route(env: dict[str, str]) -> str:
-    """What `shiftnet diagnose` finds for the stable route, right after a failure."""
+def diagnose_route(env: dict[str, str], route: str = "hello") -> str:
+    """What `shiftnet diagnose` finds for a stable route, right after a failure."""
     try:
         proc = subprocess.run(
-            [str(SHIFTNET), "diagnose", "route", "hello", "-n", "soak"],
+            [str(SHIFTNET), "diagnose", "route", route, "-n", "soak"],
             env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -334,6 +425,8 @@ def table(samples: list[Sample], warm: float) -> list[tuple[str, int, int, int, 
         ("shiftnet up: RSS KiB", "up_rss_kib"),
         ("HAProxy: open descriptors", "haproxy_fds"),
         ("HAProxy: RSS KiB", "haproxy_rss_kib"),
+        ("store: state.db KiB", "store_kib"),
+        ("store: write-ahead log KiB", "wal_kib"),
     ):
         values = [getattr(s, attr) for s in after]
         rows.append((label, values[0], values[-1], max(values), int(statistics.median(values))))
@@ -353,16 +446,16 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="shiftnet-soak-"))
     state = tmp / "state"
     write_manifests(tmp)
-    http_port, dns_port = free_port(), free_port()
+    http_port, https_port, dns_port, api_port = free_port(), free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIFTNET_")}
     env.update(
         SHIFTNET_HOME=str(state),
         SHIFTNET_CLUSTERS_DIR=str(tmp / "clusters"),  # claims of this run only
         ROUTER_SERVICE_HTTP_PORT=str(http_port),
-        ROUTER_SERVICE_HTTPS_PORT=str(free_port()),
+        ROUTER_SERVICE_HTTPS_PORT=str(https_port),
         STATS_PORT=str(free_port()),
         SHIFTNET_DNS_LISTEN=f"127.0.0.1:{dns_port}",
-        SHIFTNET_API_LISTEN=f"127.0.0.1:{free_port()}",
+        SHIFTNET_API_LISTEN=f"127.0.0.1:{api_port}",
     )
     net = random.randint(140, 199)
     up_log = (tmp / "up.log").open("w")
@@ -380,14 +473,21 @@ def main() -> int:
         wait_serving(lambda: http_once(vip, SERVICE_PORT, HOST), "the ClusterIP")
         name = "hello.soak.svc.cluster.local"
         wait_serving(lambda: dns_once(dns_port, name, vip, tcp=False), "the DNS")
+        wait_serving(lambda: https_once(https_port, TLS_HOST), "the router's edge route")
+        api = Api.from_kubeconfig(state / "kubeconfig", api_port)
+        api_step = [0]
+        wait_serving(lambda: api_once(api, api_step), "the API server")
         loops = {
             "router (HTTP)": lambda: http_once("127.0.0.1", http_port, HOST),
+            "router (HTTPS, edge)": lambda: https_once(https_port, TLS_HOST),
+            "API server (HTTPS)": lambda: api_once(api, api_step),
             "ClusterIP (user-space proxy)": lambda: http_once(vip, SERVICE_PORT, HOST),
             "DNS over UDP": lambda: dns_once(dns_port, name, vip, tcp=False),
             "DNS over TCP": lambda: dns_once(dns_port, name, vip, tcp=True),
         }
         counts = {k: Loop(k) for k in loops}
         counts["router (HTTP)"].on_first_failure = lambda: diagnose_route(env)
+        counts["router (HTTPS, edge)"].on_first_failure = lambda: diagnose_route(env, "hello-edge")
         churn = Churn()
         for key, once in loops.items():
             threads.append(
@@ -414,7 +514,8 @@ def main() -> int:
             print(
                 f"soak: {last.t / 60:5.1f}/{args.minutes:g} min  requests {done} failed {failed}  "
                 f"up fds {last.up_fds} rss {last.up_rss_kib // 1024} MiB  "
-                f"haproxy fds {last.haproxy_fds}  load {os.getloadavg()[0]:.2f}",
+                f"haproxy fds {last.haproxy_fds}  wal {last.wal_kib} KiB  "
+                f"load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
         stop.set()
