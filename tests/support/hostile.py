@@ -109,6 +109,49 @@ HOSTILE_PATHS = [
 ]
 HOSTILE_NAMES = ["a" * 253, "x.y", "a-", "1-2-3"]
 
+# spec.to / spec.alternateBackends[] (service names and weights), spec.port.targetPort,
+# spec.wildcardPolicy and spec.tls.insecureEdgeTerminationPolicy: the edges of each
+# field's type and grammar (wrong JSON types too: a raw body carries them).
+HOSTILE_SERVICE_NAMES = ["", "Evil", "evil_1", "evil.svc", "..", "evil\n", "%[src]", "a b", "é"]
+HOSTILE_WEIGHTS: list[object] = [-1, 0, 257, 2**31, 2**63, "1", "x", 1.5, None, True]
+HOSTILE_TARGET_PORTS: list[object] = [
+    0,
+    -1,
+    65536,
+    2**40,
+    "",
+    " ",
+    "http\n",
+    "%[src]",
+    "a" * 64,
+    "80x",
+    "0080",
+    "\uff18\uff10",  # full-width digits: str.isdigit() says yes, int() reads 80
+    True,
+    1.5,
+]
+HOSTILE_WILDCARD_POLICIES = ["", "subdomain", "Subdomain\n", "All", "%[src]"]
+HOSTILE_INSECURE_POLICIES = ["", "allow", "Redirect ", "%[src]", "None\n", "redirect"]
+
+# Endpoints and EndpointSlices: addresses, ports, port names and the pod names of
+# targetRef (kept in the router's model) as a hand-written or foreign object has them.
+HOSTILE_IPS = [
+    "",
+    "1.2.3",
+    "1.2.3.4.5",
+    "01.2.3.4",
+    "::ffff:127.0.0.1",
+    "fe80::1%eth0",
+    "127.0.0.1 127.0.0.2",
+    "127.0.0.1\n",
+    "localhost",
+    "%[src]",
+    "[::1]",
+    "1.2.3.4:80",
+]
+HOSTILE_ENDPOINT_PORTS = [-1, 0, 65536, 2**31]
+HOSTILE_POD_NAMES = HOSTILE_SERVICE_NAMES + FIXED_HOSTILE
+
 # spec.httpHeaders: names and values at the edges of OpenShift's header grammar
 # (fetches and converters it does not permit, the wrong direction's fetch, config
 # syntax, line breaks) next to ones it accepts.

@@ -126,7 +126,14 @@ def test_map_and_address_checks() -> None:
         with pytest.raises(escape.UnsafeValue):
             escape.map_key(bad)
     assert escape.server_address("fd00::1", 80) == "[fd00::1]:80"
-    for ip, port in (("10.0.0.1", 0), ("10.0.0.1", 70000), ("host", 80), ("10.0.0.1\n", 80)):
+    bad_addresses = (
+        ("10.0.0.1", 0),
+        ("10.0.0.1", 70000),
+        ("host", 80),
+        ("10.0.0.1\n", 80),
+        ("fe80::1%eth0", 80),  # ipaddress parses a zone; HAProxy cannot resolve it
+    )
+    for ip, port in bad_addresses:
         with pytest.raises(escape.UnsafeValue):
             escape.server_address(ip, port)
     assert escape.ip_network("10.1.2.3/8") == "10.0.0.0/8"

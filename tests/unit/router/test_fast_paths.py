@@ -121,6 +121,8 @@ def _ipaddress_server_address(ip: str, port: int) -> str:
         addr = ipaddress.ip_address(ip)
     except ValueError:
         raise escape.UnsafeValue(f"server address {ip!r} is not an IP address") from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.scope_id is not None:
+        raise escape.UnsafeValue(f"server address {ip!r} has a zone, which HAProxy cannot use")
     if not isinstance(port, int) or not 0 < port < 65536:
         raise escape.UnsafeValue(f"server port {port!r} is not between 1 and 65535")
     return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"

@@ -219,7 +219,11 @@ _CANONICAL_IPV4_RE = re.compile(rf"{_IPV4_OCTET}(?:\.{_IPV4_OCTET}){{3}}")
 
 @functools.lru_cache(maxsize=131072)
 def server_address(ip: str, port: int, what: str = "server") -> str:
-    """``ip:port`` for a ``server`` line (IPv6 in brackets); anything else is refused."""
+    """``ip:port`` for a ``server`` line (IPv6 in brackets); anything else is refused.
+
+    An IPv6 address with a zone (``fe80::1%eth0``) is refused too: Python parses
+    it, but HAProxy cannot resolve it and would reject the whole configuration.
+    """
     if isinstance(ip, str) and _CANONICAL_IPV4_RE.fullmatch(ip):  # common: no parsing needed
         if not isinstance(port, int) or not 0 < port < 65536:
             raise UnsafeValue(f"{what} port {port!r} is not between 1 and 65535")
@@ -228,6 +232,8 @@ def server_address(ip: str, port: int, what: str = "server") -> str:
         addr = ipaddress.ip_address(ip)
     except ValueError:
         raise UnsafeValue(f"{what} address {ip!r} is not an IP address") from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.scope_id is not None:
+        raise UnsafeValue(f"{what} address {ip!r} has a zone, which HAProxy cannot use")
     if not isinstance(port, int) or not 0 < port < 65536:
         raise UnsafeValue(f"{what} port {port!r} is not between 1 and 65535")
     return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"
