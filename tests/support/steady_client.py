@@ -9,21 +9,55 @@ It prints ``ready`` after its first success, then asks in a loop until its
 standard input closes or MAX_SECONDS pass (the loop is always bounded), and
 prints one JSON line: ``{"ok": n, "failed": n, "errors": [first few]}``. A TCP
 request is connect + read the backend's greeting line; a DNS request is one
-UDP A query that must get an answer with at least one address.
+UDP A query that must get an answer with at least one address. A test starts
+it in a namespace with :class:`SteadyClient`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
+import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import dns.exception
 import dns.message
 import dns.query
 import dns.rdatatype
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class SteadyClient:
+    """This module run as a process in network namespace ``ns``; returns once it is ready."""
+
+    def __init__(self, ns: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, "-m", "tests.support.steady_client", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            cwd=ROOT,
+        )
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def finish(self) -> dict[str, Any]:
+        """Stop asking; the counts ``{"ok", "failed", "errors"}``."""
+        out, _ = self.proc.communicate(input="", timeout=60)
+        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return result
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _tcp_once(host: str, port: int) -> None:

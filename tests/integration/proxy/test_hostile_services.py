@@ -18,16 +18,12 @@ result.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.hostile_services import cases
+from tests.support.hostile_services import cases, write_cases
 from tests.support.proxy_cluster import (
     backends_of,
     endpoint_slice,
@@ -36,11 +32,10 @@ from tests.support.proxy_cluster import (
     service,
     wait_until,
 )
-from tests.support.proxy_netns import ROOT, Topology, sh
+from tests.support.proxy_netns import Topology, sh
+from tests.support.steady_client import SteadyClient
 
-from shiftnet.api import parse_object
 from shiftnet.client import Client
-from shiftnet.errors import ShiftnetError
 from shiftnet.proxy import ProxyConfig, ServiceProxy
 from shiftnet.proxy.kernel import KernelConfig
 from shiftnet.store import open_store
@@ -69,61 +64,10 @@ def topo() -> Any:
         t.destroy()
 
 
-class SteadyClient:
-    """tests.support.steady_client inside the client namespace."""
-
-    def __init__(self, ns: str, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, sys.executable, "-m", "tests.support.steady_client", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=dict(os.environ, PYTHONPATH=str(ROOT)),
-            cwd=ROOT,
-        )
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "ready"
-
-    def finish(self) -> dict[str, Any]:
-        out, _ = self.proc.communicate(input="", timeout=60)
-        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-        return result
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def ruleset(topo: Topology, mode: str) -> str:
     if mode == "nftables":
         return sh("ip", "netns", "exec", topo.node, "nft", "list", "ruleset")
     return sh("ip", "netns", "exec", topo.node, "iptables-save")
-
-
-async def apply_hostile(client: Client, store: Any, backend_ip: str) -> tuple[int, int, int]:
-    """Every case through the client; the refused ones again straight into the store.
-
-    Returns (refused by validation, accepted, written around validation)."""
-    refused = accepted = raw = 0
-    for case in cases(backend_ip, PORT, good_vip=VIP):
-        try:
-            objs = [parse_object(body) for _, body in case.objects]
-            for obj in objs:
-                await client.create(obj)  # type: ignore[type-var]
-            accepted += 1
-            continue
-        except ShiftnetError as err:
-            text = str(err)
-            assert text and "\n" not in text and len(text) <= 800, (case.label, text[:300])
-            refused += 1
-        for resource, body in case.objects:
-            try:
-                await store.create(resource, body)
-                raw += 1
-            except ShiftnetError:
-                pass  # the store itself refused it (no name, say): also fine
-    return refused, accepted, raw
 
 
 @pytest.mark.parametrize("mode", ["nftables", "iptables"])
@@ -153,9 +97,9 @@ async def test_hostile_tenant_services_do_not_disturb_a_good_one(
         await wait_until(lambda: len(backends_of(proxy, "default", "web")) == 3, what="web")
         steady = await asyncio.to_thread(SteadyClient, topo.client, "tcp", VIP, "80", "300")
 
-        refused, accepted, raw = await apply_hostile(client, store, topo.backend_ip(1))
-        assert refused > accepted, (refused, accepted)  # most hostile values are invalid
-        assert raw > 0
+        written = await write_cases(client, store, cases(topo.backend_ip(1), PORT, good_vip=VIP))
+        assert written.refused > written.accepted, written  # most hostile values are invalid
+        assert written.raw > 0
         syncs = proxy.syncs
         await wait_until(lambda: proxy.syncs > syncs, what="a sync after the last write")
         await asyncio.sleep(1.0)  # a few more coalesced syncs under the client
