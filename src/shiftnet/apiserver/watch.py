@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from shiftnet.api.selectors import Selector
+from shiftnet.apiserver.config import BOOKMARK_INTERVAL
 from shiftnet.apiserver.fanout import (
     Dropped,
     SharedEvent,
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 100
 INITIAL_CHUNK = 100  # ADDED events per write of the current objects
-BOOKMARK_INTERVAL = 60.0
 _END = object()
 
 
@@ -271,7 +271,8 @@ async def stream_events(
             if not batch and ended is None:
                 if req.bookmarks and time.monotonic() >= next_bookmark:
                     next_bookmark = time.monotonic() + req.bookmark_interval
-                    yield _line("BOOKMARK", _bookmark(req.info, last))
+                    if await _reached(store, last):
+                        yield _line("BOOKMARK", _bookmark(req.info, last))
                 continue
             lines: list[bytes] = []
             for ev in batch:
@@ -288,6 +289,15 @@ async def stream_events(
                 return
     finally:
         await feed.close()
+
+
+async def _reached(store: Store, revision: int) -> bool:
+    """Whether the store is at ``revision`` yet: a watch from a later revision gets no
+    bookmark until it is, as upstream's watch cache sends none ahead of itself."""
+    try:
+        return revision <= await store.revision()
+    except StoreUnavailable:
+        return False
 
 
 def _bookmark(info: ResourceInfo, revision: int) -> dict[str, Any]:

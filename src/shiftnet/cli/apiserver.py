@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from shiftnet.apiserver.config import DEFAULT_LISTEN, WATCH_WRITE_TIMEOUT
+from shiftnet.apiserver.config import BOOKMARK_INTERVAL, DEFAULT_LISTEN, WATCH_WRITE_TIMEOUT
 
 
 def register(subparsers: Any) -> None:
@@ -31,6 +31,14 @@ def register(subparsers: Any) -> None:
         help="drop a watcher that has not taken an event for this long "
         f"(default {WATCH_WRITE_TIMEOUT:g})",
     )
+    p.add_argument(
+        "--watch-bookmark-interval",
+        type=float,
+        default=BOOKMARK_INTERVAL,
+        metavar="SECONDS",
+        help="send a BOOKMARK to a watch that asked for them (allowWatchBookmarks) "
+        f"after this long without one (default {BOOKMARK_INTERVAL:g})",
+    )
     p.set_defaults(func=run)
 
 
@@ -43,9 +51,12 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.watch_write_timeout > 0:
         raise ConfigError("--watch-write-timeout must be a positive number of seconds")
+    if not args.watch_bookmark_interval > 0:
+        raise ConfigError("--watch-bookmark-interval must be a positive number of seconds")
     config = replace(
         APIServerConfig.build(Path(args.state_dir), listen=args.api_listen),
         watch_write_timeout=args.watch_write_timeout,
+        bookmark_interval=args.watch_bookmark_interval,
     )
 
     async def serve() -> int:
