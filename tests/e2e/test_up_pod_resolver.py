@@ -25,7 +25,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a network namespace"),
+    pytest.mark.timeout(240),
+]
 
 REPO = Path(__file__).resolve().parents[2]
 SHIFTNET = Path(sys.executable).parent / "shiftnet"
