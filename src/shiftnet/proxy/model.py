@@ -37,6 +37,23 @@ def canonical_ipv4(text: str) -> str | None:
     return canonical if canonical == text else None
 
 
+def service_ipv4(text: str) -> str | None:
+    """``text`` canonical, when a Service may be reached there: a unicast IPv4 address.
+
+    Not the unspecified address (a user-space listener on 0.0.0.0 would take the
+    port on every address, the other ClusterIPs' included), not the limited
+    broadcast, not multicast. For ClusterIPs, external IPs and LB addresses.
+    """
+    ip = canonical_ipv4(text)
+    if ip is None or ip in ("0.0.0.0", "255.255.255.255") or 224 <= int(ip.split(".")[0]) < 240:
+        return None
+    return ip
+
+
+def _not_service_ip(text: str) -> str:
+    return f"{text!r} is not a unicast IPv4 address in canonical form"
+
+
 DEFAULT_AFFINITY_TIMEOUT = 10800
 MAX_AFFINITY_TIMEOUT = 86400
 
@@ -203,9 +220,9 @@ def _external_addresses(
     problems: list[Problem] = []
     external: set[str] = set()
     for i, text in enumerate(service.spec.external_ips):
-        ip = canonical_ipv4(text)
+        ip = service_ipv4(text)
         if ip is None:
-            message = f"{text!r} is not an IPv4 address in canonical form"
+            message = _not_service_ip(text)
             problems.append(Problem(ns, name, f"spec.externalIPs[{i}]", message))
         else:
             external.add(ip)
@@ -214,9 +231,9 @@ def _external_addresses(
         for i, ingress in enumerate(service.status.load_balancer.ingress):
             if "ip" not in ingress:
                 continue  # a hostname-only ingress is the balancer's business
-            ip = canonical_ipv4(ingress["ip"])
+            ip = service_ipv4(ingress["ip"])
             if ip is None:
-                message = f"{ingress['ip']!r} is not an IPv4 address in canonical form"
+                message = _not_service_ip(ingress["ip"])
                 problems.append(Problem(ns, name, f"status.loadBalancer.ingress[{i}].ip", message))
             else:
                 balancer.add(ip)
@@ -241,10 +258,9 @@ def service_entries(
         return [], [Problem(ns, name, "metadata.name", "is not a DNS-1035 label")]
     if spec.type == "ExternalName" or spec.cluster_ip in (None, "", "None"):
         return [], []  # headless / ExternalName / not yet allocated: nothing to proxy
-    vip = canonical_ipv4(spec.cluster_ip)
+    vip = service_ipv4(spec.cluster_ip)
     if vip is None:
-        message = f"{spec.cluster_ip!r} is not an IPv4 address in canonical form"
-        return [], [Problem(ns, name, "spec.clusterIP", message)]
+        return [], [Problem(ns, name, "spec.clusterIP", _not_service_ip(spec.cluster_ip))]
     affinity = spec.session_affinity == "ClientIP"
     timeout = spec.affinity_timeout
     if affinity and not 0 < timeout <= MAX_AFFINITY_TIMEOUT:

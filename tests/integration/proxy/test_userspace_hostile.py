@@ -175,8 +175,14 @@ async def test_hostile_tenant_does_not_disturb_the_userspace_proxy(
         await sentinel(False)
         await probe.settled(settle=15)
 
-        # Written again, a restarted proxy starts cleanly on them and serves.
+        # Written again, a restarted proxy starts cleanly on them and serves; the
+        # first Service it meets claims the unspecified address on port 80 and sends
+        # to a dead port (a listener there would take every ClusterIP's port 80).
         await write_cases(client, store, hostile)
+        wildcard = service("a-any", "0.0.0.0", 80, namespace="a-tenant").to_dict()
+        await store.create("services", wildcard)
+        dead = endpoint_slice("a-any", [(topo.backend_ip(1), 9)], namespace="a-tenant")
+        await store.create("endpointslices", dead.to_dict())
         assert first.stop() in (0, 130), first.text()[-2000:]
         procs.remove(first)
         again = ProxyProcess(topo.node, tmp_path, 2)

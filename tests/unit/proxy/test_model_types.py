@@ -165,3 +165,28 @@ def test_an_external_address_never_takes_another_services_cluster_ip() -> None:
                 ("ext", "spec.externalIPs"),
                 ("lb", "status.loadBalancer.ingress"),
             }
+
+
+def test_unspecified_broadcast_and_multicast_addresses_are_not_proxied() -> None:
+    """A user-space listener on 0.0.0.0:80 takes port 80 on every address, the other
+    ClusterIPs' included: such addresses (written around validation) are problems."""
+    for ip in ("0.0.0.0", "255.255.255.255", "224.0.0.1", "239.1.2.3"):
+        svcs = [
+            service("vip", ip, 80),
+            typed("ext", "172.30.0.2", None, externalIPs=[ip]),
+            typed(
+                "lb",
+                "172.30.0.3",
+                None,
+                type="LoadBalancer",
+                status={"loadBalancer": {"ingress": [{"ip": ip}]}},
+            ),
+        ]
+        table = build_service_table(svcs, [])
+        assert sorted(e.id.name for e in table.entries.values()) == ["ext", "lb"]
+        assert all(not e.external_vips for e in table.entries.values())
+        assert {(p.name, p.field) for p in table.problems} == {
+            ("vip", "spec.clusterIP"),
+            ("ext", "spec.externalIPs[0]"),
+            ("lb", "status.loadBalancer.ingress[0].ip"),
+        }, ip
