@@ -1,4 +1,9 @@
-"""A real Unbound (Debian ``unbound``) on a free loopback port, serving a static zone."""
+"""A real Unbound (Debian ``unbound``) on a free loopback port, serving a static zone.
+
+``auth_zones`` (apex -> zone file text) are served as Unbound's authoritative
+zones, which, unlike local data, follow CNAME chains inside the zone (Unbound
+stops after 9 links).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import dns.message
@@ -32,8 +37,11 @@ def free_udp_tcp_port() -> int:
 
 
 @contextlib.contextmanager
-def unbound(zone: str, local_data: Sequence[str]) -> Iterator[int]:
-    """Run Unbound authoritative for ``zone`` (static) with ``local_data`` RRs; yields the port."""
+def unbound(
+    zone: str, local_data: Sequence[str], auth_zones: Mapping[str, str] | None = None
+) -> Iterator[int]:
+    """Run Unbound authoritative for ``zone`` (static) with ``local_data`` RRs, and for
+    each of ``auth_zones`` from its zone file text; yields the port."""
     exe = shutil.which("unbound") or "/usr/sbin/unbound"
     tmp = Path(tempfile.mkdtemp(prefix="sn-unbound-"))
     port = free_udp_tcp_port()
@@ -54,6 +62,17 @@ def unbound(zone: str, local_data: Sequence[str]) -> Iterator[int]:
         '  module-config: "iterator"',
         f'  local-zone: "{zone}" static',
         *(f'  local-data: "{rr}"' for rr in local_data),
+    ]
+    for i, (apex, text) in enumerate(sorted((auth_zones or {}).items())):
+        (tmp / f"auth{i}.zone").write_text(text)
+        conf += [
+            "auth-zone:",
+            f'  name: "{apex}"',
+            f'  zonefile: "{tmp}/auth{i}.zone"',
+            "  for-downstream: yes",
+            "  for-upstream: yes",
+        ]
+    conf += [
         "remote-control:",
         "  control-enable: no",
     ]
