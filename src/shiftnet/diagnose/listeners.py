@@ -1,38 +1,33 @@
-"""The addresses a router's HAProxy was told to listen on, from its rendered ``haproxy.cfg``.
+"""The addresses a router's HAProxy listens on, from the router's ``run/listeners.json``.
 
-Why the file: it is what the running HAProxy read (check 6 compares the two),
-and ``diagnose`` may run in a shell whose environment differs from the
-router's. Only ``bind`` lines of the ``public`` (HTTP) and ``public_ssl``
-(HTTPS) frontends are read. Pure: parses text given to it.
+Why the record: the router writes it at start from the values its writer puts
+on the ``bind`` lines of the HTTP and HTTPS frontends
+(``router/listeners.py``), so ``diagnose`` neither parses ``haproxy.cfg``
+back nor depends on the environment of the shell it runs in. Pure: parses
+text given to it.
 """
 
 from __future__ import annotations
 
-HTTP_FRONTEND = "public"
-HTTPS_FRONTEND = "public_ssl"
+import json
+
+from shiftnet.router.haproxy.names import HTTP_FRONTEND, HTTPS_FRONTEND
 
 
-def parse_bind(word: str) -> tuple[str, int] | None:
-    """``127.0.0.1:80``, ``*:80``, ``:80``, ``[::1]:443`` -> (address, port)."""
-    word = word.strip('"')
-    host, sep, port = word.rpartition(":")
-    if not sep or not port.isdigit():
-        return None
-    return host.strip("[]"), int(port)
-
-
-def frontend_binds(config: str) -> dict[str, tuple[str, int]]:
-    """Frontend name -> its first TCP ``bind`` address."""
-    binds: dict[str, tuple[str, int]] = {}
-    section = ""
-    for raw in config.splitlines():
-        line = raw.strip()
-        if not raw.startswith((" ", "\t")) and line:
-            words = line.split()
-            section = words[1] if words[0] in ("frontend", "listen") and len(words) > 1 else ""
+def listener_addresses(record: str) -> dict[str, tuple[str, int]]:
+    """Frontend name -> (address, port), "" for every address; garbled entries are left out."""
+    try:
+        data = json.loads(record)
+    except ValueError:
+        return {}
+    out: dict[str, tuple[str, int]] = {}
+    if not isinstance(data, dict):
+        return out
+    for name in (HTTP_FRONTEND, HTTPS_FRONTEND):
+        entry = data.get(name)
+        if not isinstance(entry, dict):
             continue
-        if section and section not in binds and line.startswith("bind "):
-            bind = parse_bind(line.split()[1])
-            if bind is not None and not line.split()[1].strip('"').startswith("unix@"):
-                binds[section] = bind
-    return binds
+        address, port = entry.get("address"), entry.get("port")
+        if isinstance(address, str) and type(port) is int and 0 < port < 65536:
+            out[name] = (address, port)
+    return out

@@ -2,7 +2,8 @@
 
 Why each source: ``run/backends.json`` and ``run/aliases.json`` are the
 router's own record of which backend serves which route (``describe route``
-reads them too); the map files in ``conf/`` are what it rendered; HAProxy's
+reads them too), ``run/listeners.json`` its record of the addresses HAProxy
+listens on; the map files in ``conf/`` are what it rendered; HAProxy's
 runtime API (``show map``, ``show servers state``) is what actually runs;
 the pid file and master socket tell whether HAProxy runs at all; the
 ``reload-owed`` marker (written by the driver) since when runtime changes
@@ -16,11 +17,18 @@ import logging
 import time
 from pathlib import Path
 
-from shiftnet.diagnose.listeners import HTTP_FRONTEND, HTTPS_FRONTEND, frontend_binds
+from shiftnet.diagnose.listeners import listener_addresses
 from shiftnet.diagnose.route_facts import RouterView, ServerView
 from shiftnet.diagnose.route_lookup import lookup_text, map_lookup
 from shiftnet.router.describe import BACKENDS_INDEX
-from shiftnet.router.haproxy.names import ADMIN_SOCKET, ALIASES_INDEX, CONFIG_FILE
+from shiftnet.router.haproxy.names import (
+    ADMIN_SOCKET,
+    ALIASES_INDEX,
+    CONFIG_FILE,
+    HTTP_FRONTEND,
+    HTTPS_FRONTEND,
+    LISTENERS_RECORD,
+)
 from shiftnet.router.haproxy.process import HAProxyProcess, socket_dir
 from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
 
@@ -78,7 +86,7 @@ async def router_view(
     """One router's view of one route and one request (``map_name``: the map it consults)."""
     conf = work / "conf"
     try:
-        binds = frontend_binds((conf / CONFIG_FILE).read_text())
+        binds = listener_addresses((work / "run" / LISTENERS_RECORD).read_text())
     except OSError:
         binds = {}
     backends_index = _json(work / "run" / BACKENDS_INDEX)

@@ -68,6 +68,7 @@ from shiftnet.router.haproxy.process import (
 )
 from shiftnet.router.haproxy.runtime import parse_show_stat
 from shiftnet.router.haproxy.writer import RenderPaths
+from shiftnet.router.listeners import record_listeners
 from shiftnet.router.model import L7Model, L7Policy, PoolKey
 from shiftnet.router.model_index import ModelIndex
 from shiftnet.router.refusals import Refusals
@@ -197,6 +198,7 @@ class Router:
             )
             await self.access_log.start()
         record_destination(self.work_dir, self.config)
+        record_listeners(self.work_dir, self.config)
         await self.events.start()
         await self.driver.start()
         await self.informers.start()

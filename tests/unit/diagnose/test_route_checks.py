@@ -203,20 +203,3 @@ def test_service_checks_in_order() -> None:
         failed = report.first_failure
         assert failed is not None and report.checks.index(failed) + 1 == number, report.lines()
         assert needle in failed.found
-
-
-def test_frontend_binds_reads_public_and_public_ssl_not_unix_sockets() -> None:
-    from shiftnet.diagnose.listeners import frontend_binds
-
-    text = (
-        "global\n  stats socket /x/admin.sock\n"
-        "frontend public from base\n  bind 127.0.0.1:8080\n"
-        "frontend public_ssl from base\n  bind *:8443\n"
-        'frontend fe_sni from base\n  bind "unix@/x/fe_sni.sock" mode 600\n'
-        "listen stats from base\n  bind [::1]:1936\n"
-    )
-    assert frontend_binds(text) == {
-        "public": ("127.0.0.1", 8080),
-        "public_ssl": ("*", 8443),
-        "stats": ("::1", 1936),
-    }

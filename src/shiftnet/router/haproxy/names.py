@@ -47,12 +47,15 @@ FORWARDED_DEFAULTS = {  # set-forwarded-headers -> the named defaults section wi
 }  # "never": the base section, which sets no header
 DEFAULT_BACKEND = "openshift_default"
 REDIRECT_BACKEND = "openshift_redirect_https"
+HTTP_FRONTEND = "public"  # the HTTP port
+HTTPS_FRONTEND = "public_ssl"  # the HTTPS port: passthrough by SNI, or on to fe_sni
 SNI_BACKEND = "be_sni"
 SNI_FRONTEND = "fe_sni"
 SNI_SOCKET = "fe_sni.sock"
 ADMIN_SOCKET = "admin.sock"
 LOG_SOCKET = "log.sock"  # run/: HAProxy's log, received by the router (router/accesslog.py)
 ALIASES_INDEX = "aliases.json"  # run/: which spare serves which route (describe route)
+LISTENERS_RECORD = "listeners.json"  # run/: the addresses the two frontends bind (diagnose)
 PUBLIC_HEALTHZ = "/_______internal_router_healthz"
 STATS_HEALTHZ = "/healthz"
 

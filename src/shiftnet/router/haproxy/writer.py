@@ -38,7 +38,9 @@ from shiftnet.router.haproxy.names import (
     DEFAULT_BACKEND,
     ERROR_PAGE_503,
     FORWARDED_DEFAULTS,
+    HTTP_FRONTEND,
     HTTP_MAPS,
+    HTTPS_FRONTEND,
     LOG_SOCKET,
     PUBLIC_HEALTHZ,
     REDIRECT_BACKEND,
@@ -304,8 +306,20 @@ def _forwarded_lines(policy_name: str) -> list[str]:
     ]
 
 
-def _bind(config: RouterConfig, port: int) -> str:
-    return escape.bind_address(config.bind_address, port, "ROUTER_BIND_ADDRESS")
+def _bind(address: str, port: int) -> str:
+    return escape.bind_address(address, port, "ROUTER_BIND_ADDRESS")
+
+
+def public_binds(config: RouterConfig) -> dict[str, tuple[str, int]]:
+    """Frontend -> the (address, port) of its ``bind`` line; "" is every address.
+
+    The router records these for ``shiftnet diagnose`` (``router/listeners.py``),
+    so nothing reads them back out of ``haproxy.cfg``.
+    """
+    return {
+        HTTP_FRONTEND: (config.bind_address, config.http_port),
+        HTTPS_FRONTEND: (config.bind_address, config.https_port),
+    }
 
 
 def _lookup_block(maps: tuple[str, str]) -> list[str]:
@@ -399,9 +413,10 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         raise escape.UnsafeValue(f"socket path {sni_socket!r} is longer than a UNIX socket allows")
     unix = escape.quoted("unix@" + sni_socket, "socket path")
     default_cert = escape.path(paths.default_certificate, "default certificate")
+    binds = public_binds(config)
     lines = [
-        f"frontend public from {BASE_DEFAULTS}",
-        f"  bind {_bind(config, config.http_port)}",
+        f"frontend {HTTP_FRONTEND} from {BASE_DEFAULTS}",
+        f"  bind {_bind(*binds[HTTP_FRONTEND])}",
         "  mode http",
         f"  monitor-uri {PUBLIC_HEALTHZ}",
         *log_format.http_frontend_lines(config),
@@ -409,8 +424,8 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
         *_router_header_lines(config),
         *_lookup_block(HTTP_MAPS),
         "",
-        f"frontend public_ssl from {BASE_DEFAULTS}",
-        f"  bind {_bind(config, config.https_port)}",
+        f"frontend {HTTPS_FRONTEND} from {BASE_DEFAULTS}",
+        f"  bind {_bind(*binds[HTTPS_FRONTEND])}",
         "  mode tcp",
         "  tcp-request inspect-delay 5s",
         *log_format.tcp_frontend_lines(config),  # before the accept: it ends the rules
@@ -462,7 +477,7 @@ def _frontends(config: RouterConfig, paths: RenderPaths) -> list[str]:
     if config.stats_port:
         lines += [
             f"listen stats from {BASE_DEFAULTS}",
-            f"  bind {_bind(config, config.stats_port)}",
+            f"  bind {_bind(config.bind_address, config.stats_port)}",
             "  mode http",
             f"  monitor-uri {STATS_HEALTHZ}",
             "  stats enable",
