@@ -15,7 +15,8 @@ What each object contributes, as CoreDNS's ``kubernetes`` plugin answers it:
 
 SRV records carry priority 0 and weight ``floor(100 / n)`` for the ``n``
 records of the name, as CoreDNS computes them. A PTR names the Service when
-the address is a ClusterIP, else every endpoint name that has the address.
+the address is a ClusterIP, else every endpoint name that has the address
+(only those from an endpoint ``hostname`` when there are any, as CoreDNS).
 
 Records are plain strings and tuples keyed by lowercase owner text: a zone of
 10,000 services must build in milliseconds; dnspython objects are made only
@@ -112,6 +113,7 @@ class _Builder:
     problems: list[Problem] = field(default_factory=list)
     srv: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # owner -> (port, target)
     endpoint_ptrs: dict[str, set[str]] = field(default_factory=dict)  # reverse name -> names
+    hostname_ptrs: dict[str, set[str]] = field(default_factory=dict)  # those from a hostname
 
     def add(self, owner: str, rdtype: int, rdata: RData) -> None:
         if len(owner) > MAX_NAME_TEXT:
@@ -131,14 +133,14 @@ class _Builder:
 
     def finish(self) -> None:
         """SRV weights once every record of a name is known; endpoint PTRs where no
-        ClusterIP claimed the address."""
+        ClusterIP claimed the address, named by hostname where any endpoint has one."""
         for owner, entries in self.srv.items():
             weight = srv_weight(len(entries))
             for port, target in entries:
                 self.add(owner, SRV, (SRV_PRIORITY, weight, port, target))
         for rev, names in self.endpoint_ptrs.items():
             if PTR not in self.records.get(rev, {}):
-                for name in names:
+                for name in self.hostname_ptrs.get(rev) or names:
                     self.add(rev, PTR, name)
 
 
@@ -272,7 +274,10 @@ def _add_endpoints(
             any_ready = True
             rdtype, text = address_type(ip), str(ip)
             b.add(host, rdtype, text)
-            b.endpoint_ptrs.setdefault(reverse_name(ip), set()).add(host)
+            rev = reverse_name(ip)
+            b.endpoint_ptrs.setdefault(rev, set()).add(host)
+            if addr.hostname:
+                b.hostname_ptrs.setdefault(rev, set()).add(host)
             if not headless:
                 continue
             b.add(svc_name, rdtype, text)

@@ -85,7 +85,31 @@ async def populate(c: Cluster) -> None:
             ports=[{"name": "http", "port": 80}],
         )
     )
+    # a headless service with two ports; its endpoints, one with a hostname
+    await c.client.create(
+        headless("multi", ports=[{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}])
+    )
+    await c.client.create(
+        endpoints(
+            "multi",
+            addresses=[{"ip": "10.3.0.40", "hostname": "m-0"}, {"ip": "10.3.0.41"}],
+            ports=[{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}],
+        )
+    )
+    # 10.3.0.20 is an endpoint of web and of web2; 10.3.0.101 is headless's my-pet-2 too
+    await c.client.create(
+        service("web2", cluster_ip="10.96.0.12", ports=[{"name": "http", "port": 80}])
+    )
+    await c.client.create(
+        endpoints(
+            "web2",
+            addresses=[{"ip": "10.3.0.20"}, {"ip": "10.3.0.101"}],
+            ports=[{"name": "http", "port": 8080}],
+        )
+    )
     await c.until(f"dual.default.{SVC}", "AAAA", lambda m: bool(m.answer), within=5)
+    await c.until(f"m-0.multi.default.{SVC}", "A", lambda m: bool(m.answer), within=5)
+    await c.until(f"10-3-0-20.web2.default.{SVC}", "A", lambda m: bool(m.answer), within=5)
     await c.until(f"my-pet.headless.default.{SVC}", "A", lambda m: bool(m.answer), within=5)
     await c.until(f"alias.default.{SVC}", "CNAME", lambda m: bool(m.answer), within=5)
     await c.until("3.10.in-addr.arpa", "SOA", lambda m: bool(m.answer), within=5)
@@ -120,6 +144,52 @@ CASES: list[tuple[str, str, str, list[str], list[str], str | None]] = [
             f"my-pet-6.headless.default.{SVC}. 5 IN AAAA 2001:db8::1",
             f"my-pet.headless.default.{SVC}. 5 IN A 10.3.0.100",
         ],
+        None,
+    ),
+    # headless with 2 ports: one record per port and endpoint, weight 100/4
+    (
+        f"multi.default.{SVC}",
+        "SRV",
+        "NOERROR",
+        [
+            f"multi.default.{SVC}. 5 IN SRV 0 25 {port} {h}.multi.default.{SVC}."
+            for port in (80, 9090)
+            for h in ("10-3-0-41", "m-0")
+        ],
+        [
+            f"10-3-0-41.multi.default.{SVC}. 5 IN A 10.3.0.41",
+            f"m-0.multi.default.{SVC}. 5 IN A 10.3.0.40",
+        ],
+        None,
+    ),
+    # a dual-stack ClusterIP service: one SRV (two addresses counted: weight 50), A and AAAA
+    (
+        f"dual.default.{SVC}",
+        "SRV",
+        "NOERROR",
+        [f"dual.default.{SVC}. 5 IN SRV 0 50 80 dual.default.{SVC}."],
+        [f"dual.default.{SVC}. 5 IN A 10.96.0.30", f"dual.default.{SVC}. 5 IN AAAA fd00:96::30"],
+        None,
+    ),
+    # an address that is an endpoint of two services: a PTR for each
+    (
+        "20.0.3.10.in-addr.arpa",
+        "PTR",
+        "NOERROR",
+        [
+            f"20.0.3.10.in-addr.arpa. 5 IN PTR 10-3-0-20.web.default.{SVC}.",
+            f"20.0.3.10.in-addr.arpa. 5 IN PTR 10-3-0-20.web2.default.{SVC}.",
+        ],
+        [],
+        None,
+    ),
+    # ... but where one of them has a hostname, only the hostname's (CoreDNS)
+    (
+        "101.0.3.10.in-addr.arpa",
+        "PTR",
+        "NOERROR",
+        [f"101.0.3.10.in-addr.arpa. 5 IN PTR my-pet-2.headless.default.{SVC}."],
+        [],
         None,
     ),
     # the specification's 2.4.2 question
@@ -438,6 +508,14 @@ async def test_verified_pod_records_answer_only_a_pod_of_that_namespace(
     await c.client.create(Namespace.model_validate({"metadata": {"name": "other"}}))
     await c.until(f"other.pod.{Z}", "A", lambda m: m.rcode() == dns.rcode.NOERROR, within=5)
     assert (await c.ask(f"10-3-0-55.other.pod.{Z}", "A")).rcode() == dns.rcode.NXDOMAIN
+    for asked, status, answer in (
+        (name, "NOERROR", [f"{name}. 5 IN A 10.3.0.55"]),
+        (f"10-3-0-56.shop.pod.{Z}", "NXDOMAIN", []),
+        (f"10-3-0-55.other.pod.{Z}", "NXDOMAIN", []),
+        (f"other.pod.{Z}", "NOERROR", []),
+    ):
+        out = await dig(c.port, asked, "A")
+        assert f"status: {status}" in out and dig_section(out, "ANSWER") == answer, out
     await c.client.delete(Pod, "shop", "cart")
     await c.until(name, "A", lambda m: m.rcode() == dns.rcode.NXDOMAIN, within=5)
 
@@ -480,7 +558,11 @@ async def test_disabled_pod_records_are_nxdomain(pods_disabled: Cluster) -> None
     for name in (f"10-3-0-55.default.pod.{Z}", f"default.pod.{Z}"):
         m = await c.ask(name, "A")
         assert m.rcode() == dns.rcode.NXDOMAIN, name
+        out = await dig(c.port, name, "A")
+        assert "status: NXDOMAIN" in out and dig_section(out, "ANSWER") == [], out
     assert (await c.ask(f"pod.{Z}", "A")).rcode() == dns.rcode.NOERROR
+    out = await dig(c.port, f"pod.{Z}", "A")
+    assert "status: NOERROR" in out and dig_section(out, "ANSWER") == [], out
 
 
 async def test_kube_dns_wildcards_when_turned_on(wildcards_on: Cluster) -> None:
