@@ -20,7 +20,27 @@ SEED_NAMES = [
     "nope.default.svc.cluster.local",
     "cluster.local",
     "example.com",
+    # pod records (verified by the fuzz server's Pod), the namespace and pod apexes
+    "10-3-0-55.default.pod.cluster.local",
+    "fd00-3--56.default.pod.cluster.local",
+    "default.pod.cluster.local",
+    # kube-dns wildcards (the fuzz server turns them on)
+    "*.default.svc.cluster.local",
+    "*.*.db.default.svc.cluster.local",
+    # an ExternalName and a dual-stack service
+    "ext.default.svc.cluster.local",
+    "dual.default.svc.cluster.local",
+    # the cluster network's reverse zone: its apex, an endpoint's PTR, a name without one
+    "3.10.in-addr.arpa",
+    "55.0.3.10.in-addr.arpa",
+    "99.0.3.10.in-addr.arpa",
+    # IPv6: an endpoint name in the compressed form, a ClusterIP's and a pod's PTRs
+    "fd00-3--56.v6.default.svc.cluster.local",
+    "0.3.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.0.d.f.ip6.arpa",
+    "6.5.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.3.0.0.0.0.0.d.f.ip6.arpa",
 ]
+# Seed names the fuzz server holds no data for, on purpose.
+UNKNOWN_SEED_NAMES = {"nope.default.svc.cluster.local", "example.com", "99.0.3.10.in-addr.arpa"}
 SEED_TYPES = ["A", "AAAA", "SRV", "PTR", "TXT", "SOA", "NS", "ANY", "CNAME", "MX", "AXFR"]
 
 

@@ -24,9 +24,10 @@ import dns.query
 import dns.rcode
 import pytest
 from tests.support.dns import endpoints, headless, service
-from tests.support.dns_fuzz import packets
+from tests.support.dns_fuzz import SEED_NAMES, SEED_TYPES, UNKNOWN_SEED_NAMES, packets
 from tests.support.unbound import free_udp_tcp_port
 
+from shiftnet.api import ClusterNetwork, Pod
 from shiftnet.client import Client
 from shiftnet.store import open_store
 
@@ -47,8 +48,55 @@ async def _seed(url: str) -> None:
     await client.create(
         endpoints(
             "db",
-            addresses=[{"ip": f"127.10.0.{i}", "hostname": f"db-{i}"} for i in range(1, 40)],
+            addresses=[{"ip": f"127.10.0.{i + 1}", "hostname": f"db-{i}"} for i in range(40)],
             ports=[{"name": "pg", "port": 5432}],
+        )
+    )
+    # what the newer answers are made from: the cluster's networks (reverse zones),
+    # verified pod records, an ExternalName, dual-stack and IPv6 endpoints
+    await client.create(
+        ClusterNetwork.model_validate(
+            {
+                "metadata": {
+                    "name": "default",
+                    "annotations": {"shiftnet.io/secondary-service-network": "fd00:96::/112"},
+                },
+                "network": "10.3.0.0/16",
+                "hostsubnetlength": 8,
+                "clusterNetworks": [{"CIDR": "10.3.0.0/16", "hostSubnetLength": 8}],
+                "serviceNetwork": "127.30.0.0/16",
+            }
+        )
+    )
+    for name, ip in (("cart", "10.3.0.55"), ("till", "fd00:3::56")):
+        await client.create(
+            Pod.model_validate(
+                {
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                    "status": {"phase": "Running", "podIP": ip},
+                }
+            )
+        )
+    await client.create(
+        service("ext", cluster_ip=None, type="ExternalName", externalName="www.example.com")
+    )
+    await client.create(
+        service(
+            "dual",
+            cluster_ip="127.30.0.30",
+            clusterIPs=["127.30.0.30", "fd00:96::30"],
+            ipFamilies=["IPv4", "IPv6"],
+            ipFamilyPolicy="PreferDualStack",
+            ports=[{"name": "http", "port": 80}],
+        )
+    )
+    await client.create(headless("v6", ports=[{"name": "http", "port": 80}]))
+    await client.create(
+        endpoints(
+            "v6",
+            addresses=[{"ip": "fd00:3::56"}, {"ip": "10.3.0.55"}],
+            ports=[{"name": "http", "port": 80}],
         )
     )
     await store.close()
@@ -64,7 +112,7 @@ def dns_process(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "shiftnet.cli.main", "-v", "dns",
-             "--listen", f"127.0.0.1:{port}"],
+             "--listen", f"127.0.0.1:{port}", "--pods", "verified", "--wildcards"],
             env=env, stdout=subprocess.DEVNULL, stderr=err,
         )  # fmt: skip
     try:
@@ -86,6 +134,21 @@ def dns_process(tmp_path: Path) -> Iterator[tuple[int, Path]]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_the_fuzz_server_holds_data_for_every_seed_name(dns_process: tuple[int, Path]) -> None:
+    """Mutations start from the seeds: each must reach the code that answers it, not a
+    REFUSED or NXDOMAIN for want of data."""
+    port, _ = dns_process
+    for name in SEED_NAMES:
+        rcodes = {}
+        for rdtype in SEED_TYPES:
+            if rdtype == "AXFR":
+                continue
+            q = dns.message.make_query(name, rdtype)
+            rcodes[rdtype] = dns.query.udp(q, "127.0.0.1", port=port, timeout=2).rcode()
+        answered = dns.rcode.NOERROR in rcodes.values()
+        assert answered == (name not in UNKNOWN_SEED_NAMES), (name, rcodes)
 
 
 def alive(port: int, tcp: bool = False) -> dns.message.Message:
