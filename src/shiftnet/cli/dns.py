@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from shiftnet.dns.config import (
+    DEFAULT_CHASE_TIMEOUT,
     DEFAULT_DOMAIN,
     DEFAULT_LISTEN,
     DEFAULT_MAX_TCP_CONNECTIONS,
@@ -49,6 +50,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="close a TCP client that sends no query for this long (env "
         f"SHIFTNET_DNS_TCP_IDLE_TIMEOUT; default {DEFAULT_TCP_IDLE_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--chase-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up looking an ExternalName's target up upstream after this long and answer "
+        f"the CNAME alone (env SHIFTNET_DNS_CHASE_TIMEOUT; default {DEFAULT_CHASE_TIMEOUT:g})",
     )
     p.add_argument(
         "--max-tcp-connections",
@@ -150,6 +158,7 @@ def _config(args: argparse.Namespace) -> DNSConfig:
         dns_version_other=getattr(args, "dns_version_other", None),
         tcp_idle_timeout=getattr(args, "tcp_idle_timeout", None),
         max_tcp_connections=getattr(args, "max_tcp_connections", None),
+        chase_timeout=getattr(args, "chase_timeout", None),
         pod_mode=getattr(args, "pods", None),
         wildcards=getattr(args, "wildcards", None),
     )

@@ -1,9 +1,9 @@
 """The cluster DNS as a ``shiftnet up`` component (``shiftnet.cluster.LocalCluster``).
 
 Settings come from ``ClusterConfig.extra["dns"]`` (keys ``listen``, ``domain``,
-``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``, ``pods``,
-``wildcards``, ``headless_empty``, ``empty_non_terminal``, ``externalname_other``,
-``any_query``, ``dns_version_other``)
+``ttl``, ``upstreams``, ``tcp_idle_timeout``, ``max_tcp_connections``,
+``chase_timeout``, ``pods``, ``wildcards``, ``headless_empty``, ``empty_non_terminal``,
+``externalname_other``, ``any_query``, ``dns_version_other``)
 and otherwise from the ``SHIFTNET_DNS_*`` environment, exactly as ``shiftnet dns``
 reads them.
 """
@@ -28,6 +28,7 @@ class DNSComponent:
             upstreams=opts.get("upstreams") or (),
             tcp_idle_timeout=opts.get("tcp_idle_timeout"),
             max_tcp_connections=opts.get("max_tcp_connections"),
+            chase_timeout=opts.get("chase_timeout"),
             pod_mode=opts.get("pods"),
             wildcards=opts.get("wildcards"),
             headless_empty=opts.get("headless_empty"),

@@ -20,6 +20,7 @@ DEFAULT_TTL = 5
 # RFC 7766 6.2.3: idle TCP clients are closed after a timeout "of the order of
 # seconds", and at the connection limit the longest idle one makes room.
 DEFAULT_TCP_IDLE_TIMEOUT = 10.0
+DEFAULT_CHASE_TIMEOUT = 2.0
 DEFAULT_MAX_TCP_CONNECTIONS = 256
 MAX_TCP_IDLE_TIMEOUT = 3600.0
 # The Corefile Kubernetes installs (kubeadm, the cluster add-on) says ``pods
@@ -78,7 +79,7 @@ class DNSConfig:
     externalname_other_cname: bool = False  # CoreDNS: NODATA; RFC 1034: the CNAME
     any_rrsets: bool = False  # CoreDNS: ANY gets no records; else every RRset at the name
     dns_version_other_nxdomain: bool = True  # CoreDNS; the name exists, so RFCs say NODATA
-    chase_timeout: float = 2.0  # at most this long for an ExternalName's target upstream
+    chase_timeout: float = DEFAULT_CHASE_TIMEOUT  # at most this long for an ExternalName's target
     max_udp_size: int = 1232  # the EDNS buffer we offer (DNS flag day 2020)
     upstream_timeout: float = 2.0
     tcp_idle_timeout: float = DEFAULT_TCP_IDLE_TIMEOUT
@@ -131,6 +132,7 @@ class DNSConfig:
         dns_version_other: str | None = None,
         tcp_idle_timeout: float | None = None,
         max_tcp_connections: int | None = None,
+        chase_timeout: float | None = None,
         pod_mode: str | None = None,
         wildcards: bool | None = None,
         env: Mapping[str, str] | None = None,
@@ -150,6 +152,14 @@ class DNSConfig:
             except ValueError:
                 raise ConfigError(
                     f"SHIFTNET_DNS_TCP_IDLE_TIMEOUT {text!r} is not a number of seconds"
+                ) from None
+        if chase_timeout is None and env.get("SHIFTNET_DNS_CHASE_TIMEOUT"):
+            text = env["SHIFTNET_DNS_CHASE_TIMEOUT"]
+            try:
+                chase_timeout = float(text)
+            except ValueError:
+                raise ConfigError(
+                    f"SHIFTNET_DNS_CHASE_TIMEOUT {text!r} is not a number of seconds"
                 ) from None
         if max_tcp_connections is None and env.get("SHIFTNET_DNS_MAX_TCP_CONNECTIONS"):
             text = env["SHIFTNET_DNS_MAX_TCP_CONNECTIONS"]
@@ -191,4 +201,5 @@ class DNSConfig:
             max_tcp_connections=(
                 DEFAULT_MAX_TCP_CONNECTIONS if max_tcp_connections is None else max_tcp_connections
             ),
+            chase_timeout=DEFAULT_CHASE_TIMEOUT if chase_timeout is None else chase_timeout,
         )

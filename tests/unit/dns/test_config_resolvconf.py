@@ -134,6 +134,17 @@ def test_tcp_settings_from_environment_then_flags() -> None:
     assert (cfg.tcp_idle_timeout, cfg.max_tcp_connections) == (1.0, 8)
 
 
+def test_chase_timeout_from_environment_then_flag() -> None:
+    assert DNSConfig.build(env={}).chase_timeout == 2.0
+    env = {"SHIFTNET_DNS_CHASE_TIMEOUT": "0.5"}
+    assert DNSConfig.build(env=env).chase_timeout == 0.5
+    assert DNSConfig.build(chase_timeout=5, env=env).chase_timeout == 5.0
+    with pytest.raises(ConfigError, match="SHIFTNET_DNS_CHASE_TIMEOUT 'soon' is not a number"):
+        DNSConfig.build(env={"SHIFTNET_DNS_CHASE_TIMEOUT": "soon"})
+    with pytest.raises(ConfigError, match="ExternalName chase timeout 0 must be more than 0"):
+        DNSConfig.build(env={"SHIFTNET_DNS_CHASE_TIMEOUT": "0"})
+
+
 @pytest.mark.parametrize(
     ("kw", "message"),
     [
