@@ -48,6 +48,7 @@ class APIServerConfig:
     watch_write_timeout: float = WATCH_WRITE_TIMEOUT
     default_watch_timeout: float = DEFAULT_WATCH_TIMEOUT
     bookmark_interval: float = BOOKMARK_INTERVAL
+    audit_log: Path | None = None  # --audit-log: a JSON line per request (audit.py)
 
     @property
     def pki_dir(self) -> Path:

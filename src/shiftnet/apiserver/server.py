@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import logging
 import ssl
-from typing import Any
+from typing import IO, Any
 
 from aiohttp import web
 
+from shiftnet.apiserver.audit import audit_middleware, open_log
 from shiftnet.apiserver.auth import bearer_auth
 from shiftnet.apiserver.config import APIServerConfig
 from shiftnet.apiserver.handlers import ResourceAPI, status_middleware
@@ -41,9 +42,13 @@ def build_app(
     token: str,
     address: str,
     others: TokenTable | None = None,
+    audit: IO[str] | None = None,
 ) -> web.Application:
     api = ResourceAPI(store, config, address)
-    app = web.Application(middlewares=[bearer_auth(token, others), status_middleware])
+    middlewares = [bearer_auth(token, others), status_middleware]
+    if audit is not None:  # after authentication: only known clients' requests
+        middlewares.insert(1, audit_middleware(audit))
+    app = web.Application(middlewares=middlewares)
     app.router.add_get("/version", api.version)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, api.health)
@@ -73,6 +78,7 @@ class APIServer:
         self.config = config
         self.credentials: Credentials | None = None
         self._runner: web.AppRunner | None = None
+        self._audit: IO[str] | None = None
         self.address: tuple[str, int] = (config.listen_host, config.listen_port)
 
     @property
@@ -85,7 +91,15 @@ class APIServer:
         self.credentials = creds = ensure_credentials(cfg.pki_dir, cfg.listen_host)
         host_port = f"{cfg.listen_host}:{cfg.listen_port}"
         others = TokenTable(read_tokens(token_file(cfg.pki_dir)))
-        app = build_app(self.store, cfg, creds.token, host_port, others)
+        if cfg.audit_log is not None:
+            try:
+                self._audit = open_log(cfg.audit_log)
+            except OSError as err:
+                raise ConfigError(
+                    f"the API server cannot write its request log {cfg.audit_log}: "
+                    f"{err.strerror or err}"
+                ) from None
+        app = build_app(self.store, cfg, creds.token, host_port, others, self._audit)
         # handler_cancellation: a watch or log follow whose client went away ends at once,
         # instead of holding its descriptor and store watch until its timeout.
         runner = web.AppRunner(
@@ -99,6 +113,7 @@ class APIServer:
             await site.start()
         except OSError as err:
             await runner.cleanup()
+            self._close_audit()
             raise ConfigError(
                 f"the API server cannot listen on {host_port}: {err.strerror or err} "
                 "(choose another with --api-listen or SHIFTNET_API_LISTEN)"
@@ -122,3 +137,9 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self._close_audit()
+
+    def _close_audit(self) -> None:
+        if self._audit is not None:
+            self._audit.close()
+            self._audit = None

@@ -39,6 +39,12 @@ def register(subparsers: Any) -> None:
         help="send a BOOKMARK to a watch that asked for them (allowWatchBookmarks) "
         f"after this long without one (default {BOOKMARK_INTERVAL:g})",
     )
+    p.add_argument(
+        "--audit-log",
+        metavar="PATH",
+        help="append one JSON line per authenticated request (verb, group, resource, "
+        "subresource, namespace, name): what a client needs in RBAC (default: off)",
+    )
     p.set_defaults(func=run)
 
 
@@ -57,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         APIServerConfig.build(Path(args.state_dir), listen=args.api_listen),
         watch_write_timeout=args.watch_write_timeout,
         bookmark_interval=args.watch_bookmark_interval,
+        audit_log=Path(args.audit_log) if args.audit_log else None,
     )
 
     async def serve() -> int:
