@@ -295,6 +295,31 @@ def test_field_selectors_on_pods(http: httpx.Client) -> None:
     assert [p["metadata"]["name"] for p in on_n2["items"]] == ["b"]
     unsupported = http.get(PODS, params={"fieldSelector": "spec.hostname=x"})
     assert unsupported.status_code == 400 and "field label not supported" in unsupported.text
+    # metadata.namespace across namespaces, status.phase from the status subresource
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "far"}}
+    http.post("/api/v1/namespaces", json=ns).raise_for_status()
+    far = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "c", "namespace": "far"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+    }
+    http.post("/api/v1/namespaces/far/pods", json=far).raise_for_status()
+    b = http.get(f"{PODS}/b").json()
+    b["status"] = {"phase": "Running"}
+    http.put(f"{PODS}/b/status", json=b).raise_for_status()
+
+    def names(selector: str) -> list[tuple[str, str]]:
+        got = http.get("/api/v1/pods", params={"fieldSelector": selector})
+        assert got.status_code == 200, got.text
+        items = got.json()["items"]
+        return sorted((p["metadata"]["namespace"], p["metadata"]["name"]) for p in items)
+
+    assert names("metadata.namespace=far") == [("far", "c")]
+    assert names("metadata.namespace!=far") == [("default", "a"), ("default", "b")]
+    assert names("status.phase=Running") == [("default", "b")]
+    assert names("status.phase!=Running,metadata.namespace=default") == [("default", "a")]
+    assert names("status.phase=Running,metadata.namespace=far") == []
 
 
 def _events(http: httpx.Client, path: str, params: dict[str, str]) -> list[dict[str, object]]:

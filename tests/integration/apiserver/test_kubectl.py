@@ -147,6 +147,41 @@ def test_label_annotate_replace_conflict_delete(api: APIServerProcess, tmp_path:
     assert 'Error from server (NotFound): services "web" not found' in gone.stderr
 
 
+def test_patch_type_json_applies_in_order_and_a_failed_test_writes_nothing(
+    api: APIServerProcess,
+) -> None:
+    """``kubectl patch --type=json``: RFC 6902 operations, all or none."""
+    api.ok("apply", VALIDATE, "-f", "-", input=ROUTE)
+    ops = [
+        {"op": "replace", "path": "/spec/host", "value": "www.example.com"},
+        {"op": "add", "path": "/metadata/labels/stage", "value": "prod"},
+        {"op": "remove", "path": "/metadata/labels/tier"},
+        {"op": "add", "path": "/spec/path", "value": "/shop"},
+    ]
+    done = api.ok("patch", "route", "web", "--type=json", "-p", json.dumps(ops))
+    assert done.strip() == "route.route.openshift.io/web patched"
+    got = api.json("get", "route", "web")
+    assert got["spec"]["host"] == "www.example.com" and got["spec"]["path"] == "/shop"
+    assert got["metadata"]["labels"] == {"app": "web", "stage": "prod"}
+    # a failed "test" (or a path that is not there) refuses the whole patch
+    for bad, named in (
+        ([{"op": "replace", "path": "/spec/host", "value": "x.example.com"},
+          {"op": "test", "path": "/spec/host", "value": "nope.example.com"}], "/spec/host"),
+        ([{"op": "replace", "path": "/spec/host", "value": "x.example.com"},
+          {"op": "remove", "path": "/spec/nothere"}], "/spec/nothere"),
+    ):  # fmt: skip
+        res = api.kubectl("patch", "route", "web", "--type=json", "-p", json.dumps(bad))
+        assert res.returncode != 0 and "The request is invalid" in res.stderr, res.stderr
+        assert "operation 2 " in res.stderr and named in res.stderr, res.stderr
+    # and a patch that makes the route invalid is refused naming the field
+    tls = [{"op": "add", "path": "/spec/tls", "value": {"termination": "passthrough"}}]
+    res = api.kubectl("patch", "route", "web", "--type=json", "-p", json.dumps(tls))
+    assert res.returncode != 0 and "spec.path" in res.stderr, res.stderr
+    after = api.json("get", "route", "web")
+    assert after["spec"]["host"] == "www.example.com" and "tls" not in after["spec"]
+    assert after["metadata"]["resourceVersion"] == got["metadata"]["resourceVersion"]
+
+
 def test_an_invalid_route_is_refused_naming_its_field_and_writes_nothing(
     api: APIServerProcess, tmp_path: Path
 ) -> None:
