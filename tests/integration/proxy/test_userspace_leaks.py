@@ -1,5 +1,8 @@
 """Thousands of short connections through a real ``shiftnet proxy`` (user space):
-the proxy process's descriptors and RSS come back to where they started.
+the proxy process's descriptors and RSS come back to where they started, on
+every kind of listener it opens: the ClusterIP, and the node port (on
+127.0.0.1, the default node port address), the external IP and the
+load-balancer address of a LoadBalancer Service, TCP and UDP.
 
 Every connection ends gracefully (FIN both ways), half of them closed by the
 backend first (HTTP/1.0 style), half by the client first (it shuts its write
@@ -10,12 +13,15 @@ per query, so each query is a new session the proxy must expire.
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.leaks import LeakProbe
 from tests.support.ports import free_port
+from tests.support.proxy_cluster import endpoints, service
 from tests.support.proxy_process import (
     REPLY,
     ClosingBackend,
@@ -23,6 +29,10 @@ from tests.support.proxy_process import (
     random_vip,
     seed_store,
 )
+
+from shiftnet.api import Service
+from shiftnet.client import Client
+from shiftnet.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -106,5 +116,76 @@ async def test_udp_sessions_leave_no_descriptors(proxied) -> None:  # type: igno
     await asyncio.sleep(1)  # the warm-up's sessions expire
     probe = LeakProbe(pid, name="shiftnet proxy", rss_growth_kib=RSS_GROWTH_KIB)
     assert await many_udp(vip, port, UDP_QUERIES) == UDP_QUERIES
+    await probe.settled()
+    print(probe.summary())
+
+
+def exposed_service(name: str, vip: str, port: int, node_port: int, **spec: Any) -> Service:
+    """A LoadBalancer Service on ``vip``: node port ``node_port``, and ``port`` on the
+    external IP and the LB address of ``spec``/``status`` (no master runs to set them)."""
+    status = spec.pop("status")
+    data = service(name, vip, port, protocol=str(spec.pop("protocol", "TCP"))).to_dict()
+    data["spec"].update(type="LoadBalancer", **spec)
+    data["spec"]["ports"][0]["nodePort"] = node_port
+    data["status"] = status
+    return Service.model_validate(data)
+
+
+@pytest.fixture
+async def exposed(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The proxy serving one TCP and one UDP LoadBalancer Service: yields its pid and
+    the addresses of each kind of external listener, as ``(kind, host, port)``."""
+    net = random.randint(1, 250)
+    vip, external_ip, lb_ip = f"127.30.{net}.1", f"127.50.{net}.5", f"127.51.{net}.6"
+    tcp_port, udp_port = free_port(vip), free_port(vip, socket.SOCK_DGRAM)
+    tcp_node_port, udp_node_port = free_port(), free_port(kind=socket.SOCK_DGRAM)
+    addresses = {"externalIPs": [external_ip]}
+    status = {"loadBalancer": {"ingress": [{"ip": lb_ip}]}}
+    backend = await ClosingBackend("127.0.0.1").start()
+    store = open_store(f"sqlite:///{tmp_path}/state.db")
+    client = Client(store)
+    try:
+        web = exposed_service("web", vip, tcp_port, tcp_node_port, status=status, **addresses)
+        await client.create(web)
+        await client.create(endpoints("web", [(backend.host, backend.port)]))
+        echo = exposed_service(
+            "echo", vip, udp_port, udp_node_port, protocol="UDP", status=status, **addresses
+        )
+        await client.create(echo)
+        await client.create(endpoints("echo", [(backend.host, backend.port)], protocol="UDP"))
+    finally:
+        await store.close()
+    tcp = [("node port", "127.0.0.1", tcp_node_port), ("external IP", external_ip, tcp_port),
+           ("LB address", lb_ip, tcp_port)]  # fmt: skip
+    udp = [("node port", "127.0.0.1", udp_node_port), ("external IP", external_ip, udp_port),
+           ("LB address", lb_ip, udp_port)]  # fmt: skip
+    try:
+        with proxy_process(tmp_path, lb_ip, tcp_port, "--udp-idle-timeout", "0.3") as pid:
+            yield pid, tcp, udp
+    finally:
+        await backend.stop()
+
+
+async def test_external_tcp_listeners_leave_no_descriptors(exposed) -> None:  # type: ignore[no-untyped-def]
+    pid, listeners, _ = exposed
+    each = CONNECTIONS // len(listeners)
+    for _, host, port in listeners:  # warm-up, and each listener serves
+        assert await many_requests(host, port, 100) == 100
+    probe = LeakProbe(pid, name="shiftnet proxy", rss_growth_kib=RSS_GROWTH_KIB)
+    for kind, host, port in listeners:
+        assert await many_requests(host, port, each) == each, kind
+    await probe.settled()
+    print(probe.summary())
+
+
+async def test_external_udp_listeners_leave_no_descriptors(exposed) -> None:  # type: ignore[no-untyped-def]
+    pid, _, listeners = exposed
+    each = UDP_QUERIES // len(listeners)
+    for _, host, port in listeners:
+        assert await many_udp(host, port, 50) == 50
+    await asyncio.sleep(1)  # the warm-up's sessions expire
+    probe = LeakProbe(pid, name="shiftnet proxy", rss_growth_kib=RSS_GROWTH_KIB)
+    for kind, host, port in listeners:
+        assert await many_udp(host, port, each) == each, kind
     await probe.settled()
     print(probe.summary())
