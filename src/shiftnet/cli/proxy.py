@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         kernel=kernel,
         node_name=args.hostname_override,
         min_sync_interval=args.min_sync_interval,
+        state_dir=args.state_dir,
         userspace=UserspaceConfig(
             udp_idle_timeout=args.udp_idle_timeout,
             max_relays=parse_max_relays(args.max_relays) if args.max_relays else None,

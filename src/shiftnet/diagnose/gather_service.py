@@ -1,10 +1,11 @@
 """Gather the facts of ``diagnose service`` from their sources.
 
-The store gives the Service, its Endpoints and pods; the kernel the
-listening sockets (user-space proxy) or the rulesets (``nft list ruleset``,
-``iptables-save``: read only); the cluster DNS named in the state
-directory's claims (or ``--dns``) the answer for the name; a real connection
-what a client meets.
+The store gives the Service, its Endpoints and pods; the running proxy's
+record its mode and namespace, and there the kernel its listening sockets
+(user-space) or its rules (``proxy_view``: read only); the cluster DNS named
+in the state directory's claims (or ``--dns``) the answer for the name; a
+real connection, made from the proxy's network namespace, what a client of
+the proxy meets.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from shiftnet.api import Endpoints, Service
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
 from shiftnet.diagnose.gather_route import pod_views
+from shiftnet.diagnose.proxy_view import ProxyView, proxy_view
 from shiftnet.diagnose.service_checks import ServiceFacts
 from shiftnet.errors import InvalidInput, shorten
 
@@ -37,18 +39,6 @@ def dns_server(state_dir: Path, given: str | None) -> tuple[str, int] | None:
         return None
 
 
-async def _proxy(cluster_ip: str, ports: tuple[int, ...]) -> tuple[str, tuple[int, ...]]:
-    listeners = probes.tcp_listeners()
-    open_ports = [p for p in ports if (cluster_ip, p) in listeners]
-    if open_ports:
-        return "userspace", tuple(p for p in ports if p not in open_ports)
-    if cluster_ip in await probes.ruleset_text("nft", "list", "ruleset"):
-        return "nftables", ()
-    if f"{cluster_ip}/32" in await probes.ruleset_text("iptables-save", "-t", "nat"):
-        return "iptables", ()
-    return "", ports
-
-
 async def gather_service(
     client: Client, namespace: str, name: str, state_dir: Path, dns: str | None = None
 ) -> ServiceFacts:
@@ -56,7 +46,8 @@ async def gather_service(
     server = dns_server(state_dir, dns)
     svc = await client.get(Service, namespace, name)  # a missing service: NotFound
     cluster_ip = svc.spec.cluster_ip or ""
-    ports = tuple(p.port for p in svc.spec.ports if (p.protocol or "TCP").upper() == "TCP")
+    tcp = [p for p in svc.spec.ports if (p.protocol or "TCP").upper() == "TCP"]
+    ports = tuple(p.port for p in tcp)
     selector = dict(svc.spec.selector or {})
     pods = []
     if selector:
@@ -71,12 +62,13 @@ async def gather_service(
             for a in addresses:
                 pod = a.target_ref.name if a.target_ref and a.target_ref.name else "-"
                 lst.append(f"{pod} {a.ip}:{port}")
-    mode, missing = ("", ports)
+    proxy = ProxyView("", "", "", False, (), None)
     connection: str | None = None
     if cluster_ip not in ("", "None"):
-        mode, missing = await _proxy(cluster_ip, ports)
+        named = tuple((p.port, p.name or "") for p in tcp)
+        proxy = await proxy_view(state_dir, namespace, name, cluster_ip, named)
         if ports:
-            connection = await probes.exchange(cluster_ip, ports[0])
+            connection = await probes.exchange_in(proxy.netns_path, cluster_ip, ports[0])
     answer: tuple[str, ...] | None = None
     error = ""
     where = ""
@@ -93,8 +85,11 @@ async def gather_service(
         ready=tuple(sorted(ready)),
         not_ready=tuple(sorted(not_ready)),
         pods=tuple(sorted(pods, key=lambda p: p.name)),
-        proxy_mode=mode,
-        proxy_missing=missing,
+        proxy_mode=proxy.mode,
+        proxy_where=proxy.where,
+        proxy_problem=proxy.problem,
+        proxy_running=proxy.running,
+        proxy_ports=proxy.ports,
         dns_name=dns_name,
         dns_server=where,
         dns_answer=answer,

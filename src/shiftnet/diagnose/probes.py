@@ -90,12 +90,23 @@ async def request(
     return status, "", local
 
 
+def _answered(address: str, port: int) -> str:
+    """ "" when ``address:port`` answers a GET with anything (an HTTP response, or bytes
+    that are not one), else what happened."""
+    try:
+        _request("http", address, port, address, "/")
+    except http.client.RemoteDisconnected as err:  # closed without a byte
+        return str(err) or type(err).__name__
+    except http.client.BadStatusLine:  # it answered, in another protocol
+        return ""
+    except (OSError, http.client.HTTPException, ssl.SSLError) as err:
+        return str(err) or type(err).__name__
+    return ""
+
+
 async def exchange(address: str, port: int) -> str:
     """ "" when ``address:port`` answers a request (HTTP or not), else what happened."""
-    status, error, _ = await request("http", address, port, address, "/")
-    if status is not None:
-        return ""
-    return error
+    return await asyncio.to_thread(_answered, address, port)
 
 
 def _listening(path: Path) -> set[tuple[str, int]]:
@@ -117,9 +128,48 @@ def _listening(path: Path) -> set[tuple[str, int]]:
     return out
 
 
-def tcp_listeners() -> set[tuple[str, int]]:
-    """Every listening TCP socket of this network namespace, as the kernel reports it."""
-    return _listening(Path("/proc/net/tcp")) | _listening(Path("/proc/net/tcp6"))
+def tcp_listeners(pid: int | None = None) -> set[tuple[str, int]]:
+    """Every listening TCP socket of this network namespace (of process ``pid``'s, when
+    given), as the kernel reports it."""
+    base = Path(f"/proc/{pid}/net") if pid is not None else Path("/proc/net")
+    return _listening(base / "tcp") | _listening(base / "tcp6")
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def _in_netns(netns_path: str, address: str, port: int) -> str:
+    """:func:`exchange` from a thread moved into ``netns_path`` (network namespaces are
+    per thread; the thread ends with the call, so nothing else runs there)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    try:
+        fd = os.open(netns_path, os.O_RDONLY)
+    except OSError as err:
+        return f"cannot open network namespace {netns_path}: {os.strerror(err.errno or 0).lower()}"
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            reason = os.strerror(ctypes.get_errno()).lower()
+            return f"cannot enter network namespace {netns_path}: {reason}"
+    finally:
+        os.close(fd)
+    return _answered(address, port)
+
+
+async def exchange_in(netns_path: str | None, address: str, port: int) -> str:
+    """:func:`exchange`, made from inside the network namespace at ``netns_path`` if given."""
+    if netns_path is None:
+        return await exchange(address, port)
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="netns")
+    try:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(pool, _in_netns, netns_path, address, port)
+    finally:
+        pool.shutdown(wait=False)
 
 
 async def ruleset_text(*command: str) -> str:

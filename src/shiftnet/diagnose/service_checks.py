@@ -1,8 +1,9 @@
 """The checks of ``diagnose service``, along the services document's path of a connection.
 
 1. a ClusterIP is allocated; 2. the endpoints list ready pods; 3. the proxy
-serves the ClusterIP in its active mode (user-space: a listener is open;
-iptables / nftables: rules name it); 4. the cluster DNS answers the
+that runs (its recorded mode) serves each port of the ClusterIP (user-space:
+a listener is open; nftables / iptables: the port's map element or chain is in
+its table, see ``proxy_rules``); 4. the cluster DNS answers the
 service's name with that ClusterIP; 5. a real connection through the
 ClusterIP is answered. Pure: each check is a function of :class:`ServiceFacts`.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shiftnet.diagnose.proxy_rules import PortRules
 from shiftnet.diagnose.result import Check, Report
 from shiftnet.diagnose.route_checks import unready_fix
 from shiftnet.diagnose.route_facts import PodView
@@ -27,8 +29,11 @@ class ServiceFacts:
     ready: tuple[str, ...]  # "pod ip:port" of ready endpoint addresses
     not_ready: tuple[str, ...]
     pods: tuple[PodView, ...]
-    proxy_mode: str  # "userspace", "nftables", "iptables" or "" (none found)
-    proxy_missing: tuple[int, ...]  # ports of the ClusterIP no proxy serves
+    proxy_mode: str  # the recorded mode: "userspace", "nftables", "iptables"; "" no record
+    proxy_where: str  # where its rules or listeners were read
+    proxy_problem: str  # why nothing could be read per port ("" nothing wrong)
+    proxy_running: bool  # the recorded proxy process is alive
+    proxy_ports: tuple[PortRules, ...]  # each TCP port of the ClusterIP
     dns_name: str
     dns_server: str  # "addr:port" asked ("" none known)
     dns_answer: tuple[str, ...] | None  # None: not asked
@@ -88,19 +93,44 @@ def check_proxy(f: ServiceFacts) -> Check:
         return Check(
             name,
             False,
-            f"no listener on {f.cluster_ip} and no iptables / nftables rule names it",
-            "start the service proxy (`shiftnet proxy` or `shiftnet up`)",
+            f.proxy_problem or "no service proxy has recorded its mode in this state directory",
+            "start the service proxy (`shiftnet proxy` or `shiftnet up`) with this state directory",
         )
-    if f.proxy_missing:
-        ports = ", ".join(map(str, f.proxy_missing))
+    head = f"{f.proxy_mode} mode ({f.proxy_where})" if f.proxy_where else f"{f.proxy_mode} mode"
+    if not f.proxy_running:
         return Check(
             name,
             False,
-            f"{f.proxy_mode} mode: nothing serves {f.cluster_ip} port {ports}",
-            "see the proxy's log: it has not synced this service",
+            f"{head}: {f.proxy_problem}",
+            "start the service proxy again (`shiftnet proxy` or `shiftnet up`): rules it "
+            "left behind no longer follow changes",
         )
-    what = "listeners open" if f.proxy_mode == "userspace" else "rules present"
-    return Check(name, True, f"{f.proxy_mode} mode: {what} for {f.cluster_ip}")
+    if f.proxy_problem:
+        return Check(
+            name,
+            False,
+            f"{head}: {f.proxy_problem}",
+            "see the proxy's log: its rules were not applied or were removed; restarting "
+            "the proxy writes them again",
+        )
+    missing = [p for p in f.proxy_ports if not p.ok]
+    if missing:
+        found = "; ".join(f"port {p.port}: {p.text}" for p in missing)
+        if f.proxy_mode == "userspace":
+            fix = (
+                "see the proxy's log: it has not synced this service, or refused one of its "
+                "fields (`shiftnet get events`)"
+            )
+        else:
+            fix = (
+                "the proxy has not written this service's rules or they were removed by hand: "
+                "see its log for an apply the kernel refused; restarting the proxy writes "
+                "its rules again"
+            )
+        return Check(name, False, f"{head}: {found}", fix)
+    if not f.proxy_ports:
+        return Check(name, True, f"{head}: the service has no TCP port to check")
+    return Check(name, True, f"{head}: " + "; ".join(p.text for p in f.proxy_ports))
 
 
 def check_dns(f: ServiceFacts) -> Check:

@@ -36,7 +36,10 @@ class ProxyComponent:
         # this node's endpoints serve the Local traffic policies
         healthz = healthz_from_env()
         self.config = ProxyConfig.from_env(
-            mode=mode, node_name=getattr(cfg, "node_name", None), healthz_bind_address=healthz
+            mode=mode,
+            node_name=getattr(cfg, "node_name", None),
+            healthz_bind_address=healthz,
+            state_dir=cfg.state_dir,  # the mode record `shiftnet diagnose` reads
         )
         self.proxy = ServiceProxy(cluster.require_store(), self.config)
         self.proxy.health.avoid = cluster.reserved_ports()

@@ -16,15 +16,17 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from shiftnet.api import Service
-from shiftnet.errors import ConfigError
+from shiftnet.errors import ConfigError, ShiftnetError
 from shiftnet.informer import Informers
 from shiftnet.proxy import metrics
 from shiftnet.proxy.changes import ProxyChanges
 from shiftnet.proxy.healthcheck import ProxyHealth, ServiceHealthServers
 from shiftnet.proxy.kernel import KernelConfig, KernelProxier
+from shiftnet.proxy.mode_record import mode_record, write_mode_record
 from shiftnet.proxy.model import ServiceTable, canonical_ipv4
 from shiftnet.proxy.userspace import UserspaceConfig, UserspaceProxier
 from shiftnet.runner import CoalescingRunner
@@ -46,6 +48,8 @@ class ProxyConfig:
     kernel: KernelConfig = field(default_factory=KernelConfig)
     # kube-proxy's --healthz-bind-address (/healthz, /livez); None: not served
     healthz_bind_address: str | None = None
+    # where the proxy records its mode for `shiftnet diagnose` (mode_record); None: nowhere
+    state_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -229,7 +233,27 @@ class ServiceProxy:
         if self.config.healthz_bind_address:  # unhealthy (503) until the first sync
             await self.health.serve(self.config.healthz_bind_address)
         await self.runner.flush()
+        self._record_mode()
         await self.runner.start()
+
+    def _record_mode(self) -> None:
+        """Tell ``diagnose`` this proxy's mode and where its rules live (after the first
+        sync, which resolves the iptables tools); a failed write is logged, not fatal."""
+        if self.config.state_dir is None:
+            return
+        kernel = self.config.kernel
+        record = mode_record(
+            self.config.mode,
+            kernel.netns,
+            kernel.nft_table,
+            self.kernel.iptables_backend if self.kernel is not None else None,
+        )
+        try:
+            path = write_mode_record(self.config.state_dir, record)
+        except (OSError, ShiftnetError) as err:
+            log.warning("proxy mode record not written error=%s", err)
+            return
+        log.info("proxy mode recorded mode=%s path=%s", self.config.mode, path)
 
     async def stop(self, cleanup: bool = False) -> None:
         await self.runner.stop()

@@ -19,6 +19,8 @@ DIAGNOSE_PURE = [
     "shiftnet.diagnose.listeners",
     "shiftnet.diagnose.probe_events",
     "shiftnet.diagnose.access_entry",
+    "shiftnet.diagnose.proxy_record",
+    "shiftnet.diagnose.proxy_rules",
 ]
 
 

@@ -6,6 +6,7 @@ import dataclasses
 
 from tests.support.routes import route
 
+from shiftnet.diagnose.proxy_rules import PortRules
 from shiftnet.diagnose.route_checks import diagnose_route
 from shiftnet.diagnose.route_facts import (
     Admission,
@@ -179,7 +180,10 @@ def service(**changes: object) -> ServiceFacts:
         not_ready=(),
         pods=(PodView("web-1", True, "ready"),),
         proxy_mode="userspace",
-        proxy_missing=(),
+        proxy_where="pid 4242",
+        proxy_problem="",
+        proxy_running=True,
+        proxy_ports=(PortRules(80, True, "listener on 127.30.0.1:80"),),
         dns_name="web.ns.svc.cluster.local",
         dns_server="127.0.0.1:5353",
         dns_answer=("127.30.0.1",),
@@ -194,7 +198,13 @@ def test_service_checks_in_order() -> None:
     cases = [
         (service(cluster_ip=""), 1, "no spec.clusterIP"),
         (service(ready=(), pods=(PodView("web-1", False, "probe"),)), 2, "pod `web-1`: probe"),
-        (service(proxy_mode="", proxy_missing=(80,)), 3, "no listener on 127.30.0.1"),
+        (service(proxy_mode="", proxy_problem="no service proxy has recorded"), 3, "recorded"),
+        (
+            service(proxy_ports=(PortRules(80, False, "no listener on 127.30.0.1:80"),)),
+            3,
+            "userspace mode (pid 4242): port 80: no listener on 127.30.0.1:80",
+        ),
+        (service(proxy_running=False, proxy_problem="pid 9 is not running"), 3, "not running"),
         (service(dns_answer=("127.30.0.9",)), 4, "not 127.30.0.1"),
         (service(connection="connection refused"), 5, "127.30.0.1:80: connection refused"),
     ]
