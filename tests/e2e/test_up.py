@@ -173,7 +173,7 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         urls = dict(
             re.findall(r"(\w+)\s+ready: .*; metrics on (http://127\.0\.0\.1:\d+/metrics)", out)
         )
-        assert set(urls) == {"master", "proxy", "dns", "node", "router"}, out
+        assert set(urls) == {"master", "proxy", "dns", "node", "router", "api"}, out
         assert routed_2xx(urls["router"], http_port) >= 1
         assert (scrape(urls["dns"]).value("coredns_dns_responses_total", rcode="NOERROR") or 0) >= 1
         assert scrape(urls["proxy"]).value("kubeproxy_sync_proxy_rules_last_timestamp_seconds")
@@ -216,6 +216,8 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
         assert f"export KUBECONFIG={state / 'kubeconfig'}" in out, out
         kube_env = dict(env, KUBECONFIG=str(state / "kubeconfig"), HOME=str(tmp_path))
         kubectl = ["/usr/bin/kubectl"]
+        pod_lists = {"verb": "LIST", "resource": "pods", "scope": "cluster", "code": "200"}
+        lists_before = scrape(urls["api"]).value("apiserver_request_total", **pod_lists) or 0
         got = subprocess.run(
             [*kubectl, "get", "pods", "-A"],
             env=kube_env,
@@ -224,6 +226,9 @@ def test_up_runs_the_demo_and_ctrl_c_leaves_nothing(
             timeout=30,
         )
         assert re.search(r"demo\s+hello-2\s+1/1\s+Running", got.stdout), got.stdout + got.stderr
+        # ... and the API server counted that one list under kube-apiserver's name.
+        lists_after = scrape(urls["api"]).value("apiserver_request_total", **pod_lists)
+        assert lists_after == lists_before + 1
         logs = subprocess.run(
             [*kubectl, "logs", "hello-1", "-n", "demo", "--tail=5"],
             env=kube_env,

@@ -27,6 +27,10 @@ class APIServerComponent:
     async def stop(self) -> None:
         await self.server.stop()
 
+    def metrics_collectors(self) -> list[Any]:
+        """kube-apiserver's series of this server (its own registry)."""
+        return [self.server.metrics.registry]
+
     def summary(self) -> str:
         return f"Kubernetes API on {self.server.url}, kubeconfig {self.config.kubeconfig_path}"
 

@@ -17,6 +17,7 @@ from shiftnet.apiserver.auth import bearer_auth
 from shiftnet.apiserver.config import APIServerConfig
 from shiftnet.apiserver.handlers import ResourceAPI, status_middleware
 from shiftnet.apiserver.kubeconfig import render_kubeconfig, server_url
+from shiftnet.apiserver.metrics import APIServerMetrics
 from shiftnet.apiserver.pki import ADMIN_USER, Credentials, ensure_credentials
 from shiftnet.apiserver.tokens import TokenTable, read_tokens, token_file
 from shiftnet.errors import ConfigError
@@ -43,12 +44,17 @@ def build_app(
     address: str,
     others: TokenTable | None = None,
     audit: IO[str] | None = None,
+    metrics: APIServerMetrics | None = None,
 ) -> web.Application:
     api = ResourceAPI(store, config, address)
     middlewares = [bearer_auth(token, others), status_middleware]
     if audit is not None:  # after authentication: only known clients' requests
         middlewares.insert(1, audit_middleware(audit))
+    if metrics is not None:  # outermost: refused requests are counted too
+        middlewares.insert(0, metrics.middleware())
     app = web.Application(middlewares=middlewares)
+    if metrics is not None:
+        metrics.install(app)
     app.router.add_get("/version", api.version)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, api.health)
@@ -79,6 +85,7 @@ class APIServer:
         self.credentials: Credentials | None = None
         self._runner: web.AppRunner | None = None
         self._audit: IO[str] | None = None
+        self.metrics = APIServerMetrics()  # kube-apiserver's series (metrics.py)
         self.address: tuple[str, int] = (config.listen_host, config.listen_port)
 
     @property
@@ -99,7 +106,7 @@ class APIServer:
                     f"the API server cannot write its request log {cfg.audit_log}: "
                     f"{err.strerror or err}"
                 ) from None
-        app = build_app(self.store, cfg, creds.token, host_port, others, self._audit)
+        app = build_app(self.store, cfg, creds.token, host_port, others, self._audit, self.metrics)
         # handler_cancellation: a watch or log follow whose client went away ends at once,
         # instead of holding its descriptor and store watch until its timeout.
         runner = web.AppRunner(

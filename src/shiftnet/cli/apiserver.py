@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,13 @@ def register(subparsers: Any) -> None:
         help="append one JSON line per authenticated request (verb, group, resource, "
         "subresource, namespace, name): what a client needs in RBAC (default: off)",
     )
+    p.add_argument(
+        "--metrics-listen",
+        metavar="ADDR:PORT",
+        default=os.environ.get("SHIFTNET_API_METRICS_LISTEN") or None,
+        help="serve Prometheus metrics (kube-apiserver's names) on ADDR:PORT/metrics; :PORT "
+        "means 127.0.0.1 (env SHIFTNET_API_METRICS_LISTEN; default off)",
+    )
     p.set_defaults(func=run)
 
 
@@ -52,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from shiftnet.apiserver.config import APIServerConfig
-    from shiftnet.cli.runtime import run_async
+    from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
     from shiftnet.errors import ConfigError
 
     if not args.watch_write_timeout > 0:
@@ -66,18 +74,27 @@ def run(args: argparse.Namespace) -> int:
         audit_log=Path(args.audit_log) if args.audit_log else None,
     )
 
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad flag fails before anything starts
+
     async def serve() -> int:
         from shiftnet.apiserver.server import APIServer
         from shiftnet.store import open_store
 
         store = open_store(args.store)
         server = APIServer(store, config)
+        endpoint = None
         try:
             await server.start()
+            endpoint = serve_metrics(args.metrics_listen, server.metrics.registry)
             print(f"Kubernetes API on {server.url}", flush=True)
             print(f"export KUBECONFIG={config.kubeconfig_path}", flush=True)
+            if endpoint is not None:
+                print(f"metrics on {endpoint.url}", flush=True)
             await asyncio.Event().wait()
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             await server.stop()
             await store.close()
         return 0
