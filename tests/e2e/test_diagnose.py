@@ -321,12 +321,61 @@ def test_haproxy_held_on_an_old_configuration_is_check_6(cluster: Cluster) -> No
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
-    assert str(failure["found"]).startswith("HAProxy serves an older configuration: reload owed")
+    # HAProxy's show info names the configuration it loaded, older than the rendered one.
+    assert re.fullmatch(
+        r"HAProxy runs configuration [0-9a-f]{12} but the rendered one is [0-9a-f]{12}: "
+        r"reload owed since \d+ s",
+        str(failure["found"]),
+    ), failure
     assert f"master (pid {pid}) is stopped" in str(failure["fix"])
     assert f"`kill -CONT {pid}`" in str(failure["fix"])
     # Served all along (through the spare), and once reloaded every check passes.
     report = cluster.passes(*args, "--reload-owed-after", "1", timeout=60)
     assert "answered 200" in str(report["checks"][7]["found"])  # type: ignore[index]
+
+
+def test_haproxy_not_running_the_rendered_configuration_is_check_6(cluster: Cluster) -> None:
+    # Route web's map entry and backend stay as they are; another route's timeout annotation
+    # changes its backend, which the runtime API cannot do: the router renders it and
+    # reloads. With HAProxy's master stopped (SIGSTOP) the reload waits until the router
+    # finds the master mute and starts a new one (seconds): meanwhile HAProxy's show info
+    # names the configuration it loaded, and haproxy.cfg on disk has another digest.
+    work = Path(cluster.env["SHIFTNET_HOME"]) / "router-router"
+    config = work / "conf" / "haproxy.cfg"
+    host = "web.diag.invalid"
+    args = ("route", "web", "-n", "diag", "--resolve", resolve(cluster, host))
+    other = (
+        "apiVersion: route.openshift.io/v1\nkind: Route\n"
+        "metadata: {name: other, namespace: diag%s}\n"
+        "spec: {host: other.diag.invalid, to: {kind: Service, name: web}}\n"
+    )
+    cluster.apply(other % "")
+    cluster.passes(
+        "route", "other", "-n", "diag", "--resolve", resolve(cluster, "other.diag.invalid")
+    )
+    cluster.passes(*args)
+    pid = int((socket_dir(work) / "haproxy.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        cluster.apply(other % ", annotations: {haproxy.router.openshift.io/timeout: 7s}")
+        deadline = time.monotonic() + 30
+        while b"timeout server 7s" not in config.read_bytes():
+            assert time.monotonic() < deadline, "the router did not render the annotation"
+            time.sleep(0.05)
+        failure = cluster.first_failure(*args, number=6, needle="HAProxy runs configuration")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert re.fullmatch(
+        r"HAProxy runs configuration [0-9a-f]{12} but the rendered one is [0-9a-f]{12}: "
+        r"reload owed since \d+ s",
+        str(failure["found"]),
+    ), failure
+    assert f"`kill -CONT {pid}`" in str(failure["fix"])
+    report = cluster.passes(*args, timeout=60)
+    found = str(report["checks"][5]["found"])  # type: ignore[index]
+    digest = re.search(rb"description config-sha256:([0-9a-f]{12})", config.read_bytes())
+    assert digest is not None and f"configuration {digest[1].decode()}" in found, found
 
 
 def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:

@@ -265,8 +265,64 @@ def _owed_fix(router: RouterView) -> str:
     )
 
 
+def _short(config: str | None) -> str:
+    """A configuration identity as a reader compares it: the first 12 digits of the digest."""
+    if not config:
+        return "without an identity"
+    return config.rpartition(":")[2][:12]
+
+
+def _unloaded(router: RouterView) -> bool:
+    """HAProxy's own answer names another configuration than the rendered ``haproxy.cfg``,
+    and the runtime API does not serve the difference in full either (the driver's record:
+    its commands brought the configuration HAProxy loaded up to the rendered one)."""
+    running, rendered = router.running_config, router.rendered_config
+    if running is None or rendered is None or running == rendered:
+        return False
+    record = router.loaded
+    return not (record.loaded == running and record.served == rendered)
+
+
+def _unloaded_failure(router: RouterView, owed_after: float) -> Check | None:
+    """Check 6's failure when HAProxy runs another configuration than the rendered one."""
+    owed = router.reload_owed_seconds
+    if not _unloaded(router):
+        return None
+    if owed is not None and owed <= owed_after and router.running != router.rendered:
+        return None  # this very route is served by a spare until the reload it owes
+    found = (
+        f"HAProxy runs configuration {_short(router.running_config)} but the rendered one "
+        f"is {_short(router.rendered_config)}"
+    )
+    record = router.loaded
+    if owed is not None:
+        return Check(_RUNNING, False, f"{found}: reload owed since {owed:.0f} s", _owed_fix(router))
+    if record.failed:
+        since = router.reload_failed_seconds
+        ago = f" {since:.0f} s ago" if since is not None else ""
+        return Check(
+            _RUNNING,
+            False,
+            f"{found}: the last reload failed{ago} ({record.failed})",
+            "the last good configuration keeps serving; see `shiftnet logs router` for why "
+            "HAProxy refused the new one",
+        )
+    fix = (
+        _owed_fix(router)
+        if router.master_stopped
+        else "the router reloads it within its reload interval; if this stays, "
+        "see `shiftnet logs router`"
+    )
+    return Check(_RUNNING, False, f"{found}: not reloaded yet", fix)
+
+
+_RUNNING = "HAProxy runs that configuration"
+
+
 def check_running(f: RouteFacts, owed_after: float = OWED_RELOAD_LATE) -> Check:
-    name = "HAProxy runs that configuration"
+    """HAProxy's running map answers what the files say, and HAProxy's ``show info`` names the
+    rendered configuration (or the runtime API serves the difference)."""
+    name = _RUNNING
     routers = _routers_admitting(f)
     if not routers:
         return Check(name, False, "no router running here serves the route", "see check 4")
@@ -298,6 +354,9 @@ def check_running(f: RouteFacts, owed_after: float = OWED_RELOAD_LATE) -> Check:
                 "the router applies it within its reload interval; if this stays, "
                 "its reload fails: see `shiftnet logs router`",
             )
+        unloaded = _unloaded_failure(router, owed_after)
+        if unloaded is not None:
+            return unloaded
         if owed is not None and owed > owed_after:
             return Check(
                 name,
@@ -312,7 +371,14 @@ def check_running(f: RouteFacts, owed_after: float = OWED_RELOAD_LATE) -> Check:
         if r.reload_owed_seconds is not None
         else ""
     )
-    return Check(name, True, f"running {r.lookup} -> {r.running or 'nothing'}{extra}")
+    config = ""
+    if r.running_config is not None and r.rendered_config is not None:
+        config = f"; configuration {_short(r.running_config)}"
+        if r.running_config != r.rendered_config and not _unloaded(r):
+            config += f", runtime changes up to the rendered {_short(r.rendered_config)}"
+        elif r.running_config != r.rendered_config:
+            config += f", the rendered {_short(r.rendered_config)} waits for the reload"
+    return Check(name, True, f"running {r.lookup} -> {r.running or 'nothing'}{extra}{config}")
 
 
 def unready_fix(unready: list[PodView]) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shiftnet.router.haproxy.loaded import LoadedRecord
+
 
 @dataclass(frozen=True)
 class ClientTarget:
@@ -70,6 +72,10 @@ class RouterView:
     reload_owed_seconds: float | None = None  # since when runtime changes wait for a reload
     master_pid: int | None = None
     master_stopped: bool = False  # the master process is stopped (SIGSTOP): it cannot reload
+    running_config: str | None = None  # the identity HAProxy's ``show info`` reports
+    rendered_config: str | None = None  # the identity of ``haproxy.cfg`` on disk (its digest)
+    loaded: LoadedRecord = field(default_factory=LoadedRecord)  # run/loaded.json
+    reload_failed_seconds: float | None = None  # since the record's last refused reload
 
 
 @dataclass(frozen=True)

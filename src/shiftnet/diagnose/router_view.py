@@ -4,10 +4,13 @@ Why each source: ``run/backends.json`` and ``run/aliases.json`` are the
 router's own record of which backend serves which route (``describe route``
 reads them too), ``run/listeners.json`` its record of the addresses HAProxy
 listens on; the map files in ``conf/`` are what it rendered; HAProxy's
-runtime API (``show map``, ``show servers state``) is what actually runs;
-the pid file and master socket tell whether HAProxy runs at all; the
-``reload-owed`` marker (written by the driver) since when runtime changes
-wait for a reload.
+runtime API (``show map``, ``show servers state``) is what actually runs,
+and ``show info`` names the configuration it loaded, which is compared with
+the digest of ``conf/haproxy.cfg`` (``router/haproxy/identity.py``); the
+pid file and master socket tell whether HAProxy runs at all; the driver's
+``run/loaded.json`` which rendered file the runtime API serves on top of the
+loaded one and the last refused reload, and its ``reload-owed`` marker since
+when runtime changes wait for a reload.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from shiftnet.diagnose.listeners import listener_addresses
 from shiftnet.diagnose.route_facts import RouterView, ServerView
 from shiftnet.diagnose.route_lookup import lookup_text, map_lookup
 from shiftnet.router.describe import BACKENDS_INDEX
+from shiftnet.router.haproxy import identity
+from shiftnet.router.haproxy.loaded import LoadedRecord, parse_record
 from shiftnet.router.haproxy.names import (
     ADMIN_SOCKET,
     ALIASES_INDEX,
@@ -28,6 +33,7 @@ from shiftnet.router.haproxy.names import (
     HTTP_FRONTEND,
     HTTPS_FRONTEND,
     LISTENERS_RECORD,
+    LOADED_RECORD,
 )
 from shiftnet.router.haproxy.process import HAProxyProcess, socket_dir
 from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
@@ -99,9 +105,11 @@ async def router_view(
     master_pid = process.read_pid() if master_running else None
     api = RuntimeAPI(socket_dir(work) / ADMIN_SOCKET, timeout=3.0)
     running: str | None = None
+    running_config: str | None = None
     servers: tuple[ServerView, ...] | None = None
     if master_running:
         try:
+            running_config = (await api.show_info()).get("description", "")
             running = map_lookup(map_name, await api.show_map(map_name), host, path)
             if running:
                 states = await api.show_servers_state()
@@ -112,7 +120,15 @@ async def router_view(
                 )
         except RuntimeAPIError as err:
             log.debug("router=%s runtime api error=%s", name, err)
-            running = None
+            running = running_config = None
+    try:
+        rendered_config = identity.computed((conf / CONFIG_FILE).read_bytes())
+    except OSError:
+        rendered_config = None
+    try:
+        loaded = parse_record((work / "run" / LOADED_RECORD).read_text())
+    except OSError:
+        loaded = LoadedRecord()
     owed: float | None = None
     try:
         owed = max(0.0, time.time() - (work / RELOAD_OWED_MARKER).stat().st_mtime)
@@ -132,4 +148,10 @@ async def router_view(
         reload_owed_seconds=owed,
         master_pid=master_pid,
         master_stopped=master_pid is not None and _stopped(master_pid),
+        running_config=running_config,
+        rendered_config=rendered_config,
+        loaded=loaded,
+        reload_failed_seconds=(
+            max(0.0, time.time() - loaded.failed_at) if loaded.failed_at is not None else None
+        ),
     )

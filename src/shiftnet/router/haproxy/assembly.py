@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from shiftnet.router.admission import RouteKey
 from shiftnet.router.config import RouterConfig
-from shiftnet.router.haproxy import build, escape, writer
+from shiftnet.router.haproxy import build, escape, identity, writer
 from shiftnet.router.haproxy.description import Backend, Description, RouteParts
 from shiftnet.router.haproxy.limits import MaxconnFit, fit_maxconn
 from shiftnet.router.haproxy.names import ALL_MAPS, CONFIG_FILE, CRT_LIST, ERROR_PAGE_503
@@ -261,7 +261,8 @@ class Assembly:
         if self._config_bytes is None or self.fit.checked != self._checked:
             self._head, self.fit = fit_head(self.config, self._paths, self._checked)
             sections = "".join([self._texts[k] for k in self._order])
-            self._config_bytes = (self._head + sections + self._spares_text).encode()
+            body = (self._head + sections + self._spares_text).encode()
+            self._config_bytes = identity.stamp(body)  # not in the head: see identity.py
         return self._config_bytes
 
     @property

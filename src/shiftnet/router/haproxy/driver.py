@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import shutil
@@ -36,9 +37,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from shiftnet.router import metrics
+from shiftnet.router.haproxy import identity
 from shiftnet.router.haproxy.description import Backend, Description
 from shiftnet.router.haproxy.files import read_file_set, write_file_set
 from shiftnet.router.haproxy.live import Fallback, LiveState, backend_commands, plan, served_as
+from shiftnet.router.haproxy.loaded import LoadedRecord, write_record
 from shiftnet.router.haproxy.names import ADMIN_SOCKET, ALIASES_INDEX, CONFIG_FILE
 from shiftnet.router.haproxy.process import (
     ConfigCheckFailed,
@@ -82,6 +85,7 @@ class HAProxyDriver:
         # Called every STATS_INTERVAL by the watch task (the router copies `show stat`).
         self.on_stats: Callable[[], Awaitable[None]] | None = None
         self._owed_marker = self.work_dir / "reload-owed"
+        self._record = LoadedRecord()  # run/loaded.json (loaded.py): for diagnose
         self.runtime = RuntimeAPI(self.process.run_dir / ADMIN_SOCKET)
         self.reloads = 0
         self.runtime_applies = 0
@@ -123,6 +127,8 @@ class HAProxyDriver:
             # brings the same files, its description is what HAProxy serves.
             if not self._owed_marker.exists():
                 self._adopted = self._loaded
+            running = await self._running_identity()
+            self._note(loaded=running, served=running if self._adopted else None)
         await self._runner.start()
         self._watch_task = asyncio.get_running_loop().create_task(
             self._watch(), name="haproxy-watch"
@@ -134,7 +140,11 @@ class HAProxyDriver:
         stats_due = time.monotonic() + STATS_INTERVAL
         while True:
             await asyncio.sleep(WATCH_INTERVAL)
+            restarts = self.process.restarts
             await self.process.restart_if_dead()
+            if self.process.restarts != restarts and self._on_disk is not None:
+                loaded = _identity(self._on_disk)  # started again on the files on disk
+                self._note(loaded=loaded, served=loaded)
             now = time.monotonic()
             if self.on_stats is None:
                 stats_due = now + STATS_INTERVAL
@@ -283,6 +293,7 @@ class HAProxyDriver:
         t1 = time.monotonic()
         write_file_set(self.process.conf_dir, files, known=self._on_disk)
         self._on_disk = dict(files)
+        self._note(served=_identity(files) if outcome.state.clean else None)
         metrics.WRITE_CONFIG_SECONDS.observe(time.monotonic() - t1)
         self.runtime_applies += 1
         metrics.RUNTIME_UPDATES.inc()
@@ -352,6 +363,7 @@ class HAProxyDriver:
                 if self._loaded is not None:
                     write_file_set(self.process.conf_dir, self._loaded)
                     self._on_disk = dict(self._loaded)
+                    self._note(served=None)
                     with contextlib.suppress(HAProxyError):
                         await self.process.ensure_running()
                 self._failed("reload", err)
@@ -366,6 +378,8 @@ class HAProxyDriver:
             self._live = LiveState.of(description)
             self._owed_marker.unlink(missing_ok=True)
             self._write_aliases({})
+            loaded = _identity(desired)
+            self._note(loaded=loaded, served=loaded, failed="", failed_at=None)
             if self.on_applied is not None:
                 self.on_applied(desired)
             log.info(
@@ -406,6 +420,8 @@ class HAProxyDriver:
 
     def _failed(self, reason: str, err: Exception) -> None:
         self.last_error = err
+        first = next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        self._note(failed=f"{reason}: {first[:300]}", failed_at=time.time())
         metrics.RELOAD_FAILURE.set(1)
         metrics.RELOAD_FAILURES.labels(reason=reason).inc()
         log.error(
@@ -413,6 +429,24 @@ class HAProxyDriver:
             reason,
             err,
         )
+
+    async def _running_identity(self) -> str | None:
+        """The identity HAProxy itself reports for the configuration it runs (None: unknown)."""
+        try:
+            return (await self.runtime.show_info()).get("description")
+        except RuntimeAPIError:
+            return None
+
+    def _note(self, **changes: object) -> None:
+        """Update ``run/loaded.json`` when something in it changed."""
+        record = dataclasses.replace(self._record, **changes)
+        if record == self._record:
+            return
+        self._record = record
+        try:
+            write_record(self.work_dir / "run", record)
+        except OSError as err:
+            log.warning("loaded record not written error=%s", err)
 
     async def check_files(self, files: dict[str, bytes]) -> ConfigCheckFailed | None:
         """``haproxy -c`` on a candidate file set in a scratch directory; None when it passes.
@@ -430,3 +464,8 @@ class HAProxyDriver:
 
     def clear_scratch(self) -> None:
         shutil.rmtree(self.scratch_dir, ignore_errors=True)
+
+
+def _identity(files: Mapping[str, bytes]) -> str | None:
+    """The identity the file set's ``haproxy.cfg`` names (see identity.py)."""
+    return identity.declared(files.get(CONFIG_FILE, b""))

@@ -290,6 +290,16 @@ class RuntimeAPI:
                 refs.append(m[1])
         return refs
 
+    async def show_info(self) -> dict[str, str]:
+        """``show info``: field -> value (``description``: the running configuration's identity)."""
+        answer = await self.query("show info")
+        fields: dict[str, str] = {}
+        for line in answer.splitlines():
+            key, sep, value = line.partition(": ")
+            if sep:
+                fields[key] = value
+        return fields
+
     # --------------------------------------------------------------- stats
     async def show_stat(self) -> list[StatRow]:
         return parse_show_stat(await self.query("show stat"))

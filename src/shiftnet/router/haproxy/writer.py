@@ -34,6 +34,7 @@ from shiftnet.router.haproxy.limits import MaxconnFit
 from shiftnet.router.haproxy.names import (
     ADMIN_SOCKET,
     BASE_DEFAULTS,
+    CONFIG_IDENTITY,
     CRT_LIST,
     DEFAULT_BACKEND,
     ERROR_PAGE_503,
@@ -506,6 +507,17 @@ DEFAULT_503_PAGE = (
     b"It may not have been started or is still starting.</p>\n"
     b"</body></html>\n"
 )
+
+
+def identity_value(digest: str) -> str:
+    """A configuration's identity as HAProxy's ``show info`` reports it: ``config-sha256:<hex>``."""
+    return escape.name(CONFIG_IDENTITY, digest)
+
+
+def identity_line(digest: str) -> str:
+    """The global section's ``description`` line naming the configuration's identity
+    (``router/haproxy/identity.py`` says what ``digest`` covers)."""
+    return f"  description {identity_value(digest)}\n"
 
 
 def head_text(config: RouterConfig, paths: RenderPaths, fit: MaxconnFit | None) -> str:
