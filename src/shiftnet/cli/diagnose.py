@@ -5,19 +5,22 @@ route found the way the router's lookup finds it) and ``diagnose service
 NAME -n NS`` print one line per check, ✓ or ✗, what was found and, for a ✗,
 the fix; ``--json`` prints the same as one JSON object. The exit status is
 0 only when every check passes. The checks live in ``shiftnet.diagnose``.
+With an SDN lab up under the state directory (and no router of its own), the
+checks are made from the lab's router node (``diagnose/lab_site.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from shiftnet.cli.objects import DEFAULT_NAMESPACE
 from shiftnet.cli.runtime import client_from_args, run_async
 from shiftnet.diagnose.result import Report
-from shiftnet.errors import InvalidInput
+from shiftnet.errors import ConfigError, InvalidInput
 
 KINDS = ("route", "routes", "service", "services", "svc")
 
@@ -58,7 +61,7 @@ def register(subparsers: Any) -> None:
         "--dns",
         metavar="ADDR:PORT",
         help="diagnose service: the cluster DNS to ask (default: the one this state "
-        "directory's cluster claimed)",
+        "directory's cluster claimed, or the lab's)",
     )
     p.add_argument(
         "--reload-owed-after",
@@ -113,16 +116,41 @@ async def _service_report(args: argparse.Namespace) -> Report:
     return diagnose_service(facts)
 
 
-def run(args: argparse.Namespace) -> int:
-    result: Report | int
+def _report(args: argparse.Namespace) -> Report | int:
     if args.what in ("service", "services", "svc"):
-        result = run_async(lambda: _service_report(args))
-    elif args.what in ("route", "routes") or "://" in args.what:
-        result = run_async(lambda: _route_report(args))
-    else:
-        raise InvalidInput(
-            f"diagnose: {args.what!r} is neither `route`, `service` nor an http(s):// URL"
+        return run_async(lambda: _service_report(args))
+    if args.what in ("route", "routes") or "://" in args.what:
+        return run_async(lambda: _route_report(args))
+    raise InvalidInput(
+        f"diagnose: {args.what!r} is neither `route`, `service` nor an http(s):// URL"
+    )
+
+
+def _in_lab(args: argparse.Namespace) -> Report | int | None:
+    """In the SDN lab up under the state directory: the report made from its router's node
+    (its namespace, its home, the lab's store and DNS); None when there is no lab."""
+    from shiftnet.diagnose.lab_site import lab_site
+
+    site = lab_site(Path(args.state_dir))
+    if site is None:
+        return None
+    if os.geteuid() != 0:
+        raise ConfigError(
+            f"lab {site.prefix} runs in network namespaces: run `shiftnet diagnose` as root"
         )
+    from shiftnet.sdn.threadns import entered
+
+    args.state_dir, args.store = site.home, site.store
+    if args.dns is None and site.dns:
+        args.dns = site.dns
+    with entered(site.netns):  # the threads the report starts are created in there too
+        return _report(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = _in_lab(args)
+    if result is None:
+        result = _report(args)
     if isinstance(result, int):
         return result
     if args.json:

@@ -7,6 +7,7 @@ order and the last one removes a node.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -33,7 +35,7 @@ from tests.support.sdn_lab import (
     shiftnet,
 )
 
-from shiftnet.api import Endpoints, HostSubnet, Pod
+from shiftnet.api import Endpoints, HostSubnet, Pod, Route
 from shiftnet.client import Client
 from shiftnet.sdn.lab import Lab
 from shiftnet.sdn.sdnmode import ETC_NETNS
@@ -323,6 +325,69 @@ def test_external_client_through_router_reaches_pods_on_every_node(lab: LabHandl
         return out
 
     lab.wait("the route serving every pod", lambda: (one(), seen >= set(PLACEMENT))[1], timeout=30)
+
+
+def _diagnose(lab: LabHandle, *argv: str, expect: int) -> dict[str, Any]:
+    """``shiftnet --state-dir <the lab's> diagnose ... --json`` from the host, as a user types
+    it: no store, namespace or DNS given."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SHIFTNET_STORE", "SHIFTNET_HOME")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "shiftnet", "--state-dir", str(lab.state_dir), "diagnose",
+         *argv, "--json"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert proc.returncode == expect, proc.stdout + proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
+
+
+def test_diagnose_finds_the_labs_router_and_dns(lab: LabHandle) -> None:
+    """diagnose run on the host finds the lab under the state directory and checks from the
+    router's node: a healthy route and service pass every check, a refused route is check 4."""
+    node1 = lab.node(1)["hostIP"]
+    resolve = f"web.lab.example:443:{node1}"
+    route = _diagnose(lab, "route", "web", "-n", "default", "--resolve", resolve, expect=0)
+    assert [(c["number"], c["ok"]) for c in route["checks"]] == [(n, True) for n in range(1, 9)]
+    assert f"{node1}:443 accepts connections" in route["checks"][2]["found"]
+    assert re.search(r"server s\d+ \(pod `(a1|a2|b|c|d)` at 10\.1\.", route["checks"][7]["found"])
+    service = _diagnose(lab, "service", "web", "-n", "default", expect=0)
+    assert service["ok"] and all(c["ok"] for c in service["checks"]), service
+    assert f"({node1}:53)" in service["checks"][3]["found"]
+
+    # a younger route claiming the same host is refused by the lab's router
+    younger = {
+        "apiVersion": "route.openshift.io/v1",
+        "kind": "Route",
+        "metadata": {"name": "web-copy", "namespace": "default"},
+        "spec": {"host": "web.lab.example", "to": {"kind": "Service", "name": "web"},
+                 "tls": {"termination": "edge"}},
+    }  # fmt: skip
+    (lab.state_dir / "web-copy.json").write_text(json.dumps(younger))
+    lab.cli("apply", "-f", str(lab.state_dir / "web-copy.json"))
+    try:
+
+        async def refused(c: Client) -> bool:
+            r = await c.get(Route, "default", "web-copy")
+            return any(
+                cond.type == "Admitted" and cond.status == "False"
+                for entry in r.status.ingress
+                for cond in entry.conditions
+            )
+
+        lab.wait("the router refusing web-copy", lambda: lab.read(refused))
+        report = _diagnose(
+            lab, "route", "web-copy", "-n", "default", "--resolve", resolve, expect=1
+        )
+        first = next(c for c in report["checks"] if not c["ok"])
+        assert first["number"] == 4, report
+        assert "route not admitted by router `router`" in first["found"]
+        assert (
+            'HostAlreadyClaimed: host "web.lab.example" is already claimed by route '
+            in (first["found"])
+        )
+        assert first["fix"] == "use another host or path, or delete the older route"
+    finally:
+        lab.cli("delete", "route", "web-copy")
 
 
 def test_agent_killed_and_restarted_keeps_pods_connected(lab: LabHandle) -> None:
