@@ -1,18 +1,21 @@
 """The node agent's Events on real pod processes: failing probes folded, restarts said.
 
 A readiness probe that fails every second leaves one ``Unhealthy`` Event on
-the pod whose ``count`` grows (not one object per failure); a container that
-keeps exiting gets ``Started`` (count > 1) and ``BackOff``.
+the pod whose ``count`` grows (not one object per failure), which ``shiftnet
+describe pod`` shows folded; a container that keeps exiting gets ``Started``
+(count > 1) and ``BackOff``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from tests.support.cli import Shiftnet
 from tests.support.node import NodeHarness, script_pod
 
 from shiftnet.api import Event, Pod
@@ -76,6 +79,18 @@ async def test_a_failing_readiness_probe_is_one_unhealthy_event_counting_up(
     assert unhealthy.last_timestamp > unhealthy.first_timestamp
     started = found["Started"]
     assert (started.type, started.message, started.count) == ("Normal", "Started container main", 1)
+
+    # `shiftnet describe pod` ends with both, the probe's folded as kubectl shows it
+    sn = Shiftnet(f"sqlite://{node.state_dir}/state.db", node.state_dir / "cli-home")
+    shown = await asyncio.to_thread(sn.ok, "describe", "pod", "closed")
+    tail = shown[shown.index("Events:") :].splitlines()
+    assert tail[1].split() == ["Type", "Reason", "Age", "From", "Message"]
+    rows = {line.split()[1]: line for line in tail[3:]}
+    assert set(rows) == {"Started", "Unhealthy"}, tail
+    assert rows["Unhealthy"].split()[0] == "Warning"
+    assert re.search(r" \(x\d+ over \d+s\) ", rows["Unhealthy"]), rows["Unhealthy"]
+    assert f"node, {node.node_name}" in rows["Unhealthy"]
+    assert "Readiness probe failed: dial tcp " in rows["Unhealthy"]
 
 
 async def test_a_container_that_keeps_exiting_gets_started_and_back_off_events(
