@@ -389,7 +389,11 @@ def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:
         report = sharded.passes(
             "route", "inside", "-n", "diag", "--resolve", resolve(sharded, "inside.diag.invalid")
         )
-        assert "admitted by router `router`" in json.dumps(report)
+        assert (
+            "admitted by router `router` on host inside.diag.invalid; the shard of `router` "
+            "(ROUTE_LABELS `shard=main`) selects it"
+        ) in json.dumps(report)
+        # The router's shard, from its run/shard.json, evaluated against the route's labels.
         failure = sharded.first_failure(
             "route",
             "web",
@@ -398,9 +402,10 @@ def test_route_outside_every_shard_is_check_4(tmp_path: Path) -> None:
             "--resolve",
             resolve(sharded, "web.diag.invalid"),
             number=4,
-            needle="no router reported on route diag/web (routers here: `router`",
+            needle="no router's shard selects route diag/web (route labels: none;",
         )
-        assert "ROUTE_LABELS" in str(failure["fix"])
+        assert "router `router` serves ROUTE_LABELS `shard=main`" in str(failure["found"])
+        assert "route label shard=main (router `router`)" in str(failure["fix"])
 
 
 def test_access_log_to_syslog_says_where_it_goes(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from shiftnet.api import Endpoints, Event, Pod, Route, Service
+from shiftnet.api import Endpoints, Event, Namespace, Pod, Route, Service
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
 from shiftnet.diagnose.access_entry import marked_path
@@ -183,6 +183,7 @@ async def gather_route(
     if target.resolve is None:
         resolved, resolve_error = await probes.resolve(target.host)
     services = [await _service(client, route, b.name) for b in route.backends()]
+    namespace = await client.try_get(Namespace, None, ns)
     facts = RouteFacts(
         namespace=ns,
         name=route.metadata.name,
@@ -199,6 +200,7 @@ async def gather_route(
         route_labels=dict(route.metadata.labels or {}),
         services=tuple(services),
         request=None,
+        namespace_labels=dict(namespace.metadata.labels or {}) if namespace else {},
     )
     routers = serving_routers(facts)
     bind = None

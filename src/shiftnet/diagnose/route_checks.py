@@ -10,6 +10,7 @@ Pure: each check is a function of :class:`RouteFacts`.
 
 from __future__ import annotations
 
+from shiftnet.api.selectors import Selector
 from shiftnet.diagnose.result import Check, Report
 from shiftnet.diagnose.route_facts import (
     Admission,
@@ -18,6 +19,7 @@ from shiftnet.diagnose.route_facts import (
     RouteFacts,
     RouterView,
 )
+from shiftnet.router.admission import shard_selects
 from shiftnet.router.haproxy.names import REDIRECT_BACKEND
 
 OWED_RELOAD_LATE = 60.0  # seconds: the router reloads within 30 s of a runtime-only change
@@ -170,37 +172,128 @@ def _claim_fix(reason: str) -> str:
     return "correct the route as the message says (`shiftnet describe route`)"
 
 
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none"
+
+
+def _shard_text(router: RouterView) -> str:
+    """A router's shard as its environment spells it."""
+    assert router.shard is not None
+    route_sel, ns_sel = router.shard
+    parts = [f"ROUTE_LABELS `{route_sel}`"] if not route_sel.empty else []
+    if not ns_sel.empty:
+        parts.append(f"NAMESPACE_LABELS `{ns_sel}`")
+    return " and ".join(parts) or "every route"
+
+
+def _selects(f: RouteFacts, router: RouterView) -> bool:
+    """The router's recorded shard selects the route (the admission's own test)."""
+    assert router.shard is not None
+    return shard_selects(*router.shard, f.route_labels, f.namespace_labels)
+
+
+def _changes(selector: Selector, labels: dict[str, str], what: str) -> list[str]:
+    """The label changes that make ``selector`` select ``labels`` (``what``: route, namespace)."""
+    out: list[str] = []
+    for req in selector.requirements:
+        if req.matches(labels):
+            continue
+        if req.op in ("=", "in"):
+            out.append(f"{what} label {req.key}={req.values[0]}")
+        elif req.op == "exists":
+            out.append(f"{what} label {req.key}")
+        else:
+            out.append(f"no {what} label {req.key}={labels.get(req.key, '')}")
+    return out
+
+
+def _no_shard_selects(f: RouteFacts, recorded: list[RouterView]) -> Check:
+    shards = "; ".join(f"router `{r.name}` serves {_shard_text(r)}" for r in recorded)
+    fixes = []
+    for r in recorded:
+        assert r.shard is not None
+        wanted = _changes(r.shard[0], f.route_labels, "route")
+        wanted += _changes(r.shard[1], f.namespace_labels, f"namespace `{f.namespace}`")
+        fixes.append(f"{', '.join(wanted)} (router `{r.name}`)")
+    return Check(
+        "a router admits the route and its lookup picks it",
+        False,
+        f"no router's shard selects route {_route(f)} (route labels: {_labels(f.route_labels)}; "
+        f"namespace labels: {_labels(f.namespace_labels)}): {shards}",
+        "give the route or its namespace the labels of a shard: " + "; or ".join(fixes),
+    )
+
+
 def check_admission(f: RouteFacts) -> Check:
+    """The routers' status entries, judged against the shards the routers recorded."""
     name = "a router admits the route and its lookup picks it"
     admitted = _admitted(f)
     local = sorted(r.name for r in f.routers)
-    reported = {a.router for a in f.admissions}
+    reported = {a.router: a for a in f.admissions}
     silent = [n for n in local if n not in reported]
-    if not admitted:
-        refused = [a for a in f.admissions if not a.admitted]
-        if refused:
-            a = refused[0]
+    recorded = [r for r in f.routers if r.shard is not None]
+    should = [r for r in recorded if _selects(f, r)]
+    if admitted:
+        wrong = [r for r in recorded if r not in should and reported.get(r.name) in admitted]
+        if wrong:
             return Check(
                 name,
                 False,
-                f"route not admitted by router `{a.router}`: {a.reason}: {a.message}",
-                _claim_fix(a.reason),
+                f"router `{wrong[0].name}` admitted route {_route(f)} but its shard "
+                f"({_shard_text(wrong[0])}) does not select it (route labels: "
+                f"{_labels(f.route_labels)}; namespace labels: {_labels(f.namespace_labels)})",
+                f"the entry is older than the labels: router `{wrong[0].name}` drops it when "
+                "it syncs; if it stays, see `shiftnet logs router`",
             )
-        labels = ",".join(f"{k}={v}" for k, v in sorted(f.route_labels.items())) or "none"
-        who = ", ".join(f"`{n}`" for n in local) or "none"
+        served = ", ".join(f"`{a.router}`" for a in admitted)
+        found = f"admitted by router {served} on host {admitted[0].host or f.host}"
+        picked = [r for r in should if reported.get(r.name) in admitted]
+        if picked:
+            found += f"; the shard of `{picked[0].name}` ({_shard_text(picked[0])}) selects it"
+        for r in should:
+            entry = reported.get(r.name)
+            if entry is None or not entry.admitted:
+                why = f"{entry.reason}: {entry.message}" if entry else "it has not reported"
+                found += f"; router `{r.name}` should serve it too but did not ({why})"
+        if silent:
+            found += f"; not in the shard of {', '.join(f'`{n}`' for n in silent)}"
+        return Check(name, True, found)
+    for r in should:
+        entry = reported.get(r.name)
+        if entry is not None:
+            return Check(
+                name,
+                False,
+                f"route not admitted by router `{r.name}`: {entry.reason}: {entry.message}",
+                _claim_fix(entry.reason),
+            )
         return Check(
             name,
             False,
-            f"no router reported on route {_route(f)} (routers here: {who}; route labels: "
-            f"{labels}): no router's shard selects it",
-            "label the route or its namespace to match a router's ROUTE_LABELS / "
-            "NAMESPACE_LABELS, or start a router whose shard holds it",
+            f"router `{r.name}`'s shard ({_shard_text(r)}) selects route {_route(f)} but the "
+            "router has not reported on it",
+            f"is router `{r.name}` running? see `shiftnet logs router`",
         )
-    served = ", ".join(f"`{a.router}`" for a in admitted)
-    found = f"admitted by router {served} on host {admitted[0].host or f.host}"
-    if silent:
-        found += f"; not in the shard of {', '.join(f'`{n}`' for n in silent)}"
-    return Check(name, True, found)
+    refused = [a for a in f.admissions if not a.admitted]
+    if refused:
+        a = refused[0]
+        return Check(
+            name,
+            False,
+            f"route not admitted by router `{a.router}`: {a.reason}: {a.message}",
+            _claim_fix(a.reason),
+        )
+    if recorded:
+        return _no_shard_selects(f, recorded)
+    who = ", ".join(f"`{n}`" for n in local) or "none"
+    return Check(
+        name,
+        False,
+        f"no router reported on route {_route(f)} (routers here: {who}; route labels: "
+        f"{_labels(f.route_labels)}): no router's shard selects it",
+        "label the route or its namespace to match a router's ROUTE_LABELS / "
+        "NAMESPACE_LABELS, or start a router whose shard holds it",
+    )
 
 
 def _routers_admitting(f: RouteFacts) -> list[RouterView]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shiftnet.api.selectors import Selector
 from shiftnet.router.haproxy.loaded import LoadedRecord
 
 
@@ -76,6 +77,8 @@ class RouterView:
     rendered_config: str | None = None  # the identity of ``haproxy.cfg`` on disk (its digest)
     loaded: LoadedRecord = field(default_factory=LoadedRecord)  # run/loaded.json
     reload_failed_seconds: float | None = None  # since the record's last refused reload
+    # ROUTE_LABELS and NAMESPACE_LABELS from the router's run/shard.json (None: no record)
+    shard: tuple[Selector, Selector] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,4 @@ class RouteFacts:
     route_labels: dict[str, str]
     services: tuple[BackendService, ...]
     request: RequestResult | None
+    namespace_labels: dict[str, str] = field(default_factory=dict)

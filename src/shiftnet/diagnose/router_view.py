@@ -3,7 +3,8 @@
 Why each source: ``run/backends.json`` and ``run/aliases.json`` are the
 router's own record of which backend serves which route (``describe route``
 reads them too), ``run/listeners.json`` its record of the addresses HAProxy
-listens on; the map files in ``conf/`` are what it rendered; HAProxy's
+listens on, ``run/shard.json`` its ``ROUTE_LABELS`` and ``NAMESPACE_LABELS``;
+the map files in ``conf/`` are what it rendered; HAProxy's
 runtime API (``show map``, ``show servers state``) is what actually runs,
 and ``show info`` names the configuration it loaded, which is compared with
 the digest of ``conf/haproxy.cfg`` (``router/haproxy/identity.py``); the
@@ -34,9 +35,11 @@ from shiftnet.router.haproxy.names import (
     HTTPS_FRONTEND,
     LISTENERS_RECORD,
     LOADED_RECORD,
+    SHARD_RECORD,
 )
 from shiftnet.router.haproxy.process import HAProxyProcess, socket_dir
 from shiftnet.router.haproxy.runtime import RuntimeAPI, RuntimeAPIError
+from shiftnet.router.shard_record import parse_shard
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,10 @@ async def router_view(
         binds = listener_addresses((work / "run" / LISTENERS_RECORD).read_text())
     except OSError:
         binds = {}
+    try:
+        shard = parse_shard((work / "run" / SHARD_RECORD).read_text())
+    except OSError:
+        shard = None
     backends_index = _json(work / "run" / BACKENDS_INDEX)
     raw_backends = backends_index.get(route_key, [])
     backends = tuple(str(b) for b in raw_backends) if isinstance(raw_backends, list) else ()
@@ -151,6 +158,7 @@ async def router_view(
         running_config=running_config,
         rendered_config=rendered_config,
         loaded=loaded,
+        shard=shard,
         reload_failed_seconds=(
             max(0.0, time.time() - loaded.failed_at) if loaded.failed_at is not None else None
         ),

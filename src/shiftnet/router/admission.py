@@ -28,12 +28,13 @@ import datetime as dt
 import functools
 import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from shiftnet.api import Namespace, Route, RouteIngress, RouteIngressCondition
 from shiftnet.api.names import hostname_errors
 from shiftnet.api.route_validation import extended_tls_errors, route_standing_errors
+from shiftnet.api.selectors import Selector
 from shiftnet.router.annotations import parse_route_options
 from shiftnet.router.config import RouterConfig
 
@@ -108,12 +109,19 @@ def _age(route: Route) -> tuple[str, str, str, str]:
 
 def in_shard(route: Route, namespace: Namespace | None, config: RouterConfig) -> bool:
     """Whether ``ROUTE_LABELS`` and ``NAMESPACE_LABELS`` select this route."""
-    if not config.route_labels.empty and not config.route_labels.matches(route.metadata.labels):
-        return False
-    if config.namespace_labels.empty:
-        return True
-    labels = namespace.metadata.labels if namespace is not None else {}
-    return config.namespace_labels.matches(labels)
+    ns_labels = namespace.metadata.labels if namespace is not None else {}
+    selectors = (config.route_labels, config.namespace_labels)
+    return shard_selects(*selectors, route.metadata.labels, ns_labels)
+
+
+def shard_selects(
+    route_labels: Selector,
+    namespace_labels: Selector,
+    labels: Mapping[str, str] | None,
+    namespace: Mapping[str, str] | None,
+) -> bool:
+    """:func:`in_shard` from the selectors and the labels alone (``diagnose`` has no config)."""
+    return route_labels.matches(labels) and namespace_labels.matches(namespace)
 
 
 def effective_host(route: Route, config: RouterConfig) -> str:

@@ -72,6 +72,7 @@ from shiftnet.router.listeners import record_listeners
 from shiftnet.router.model import L7Model, L7Policy, PoolKey
 from shiftnet.router.model_index import ModelIndex
 from shiftnet.router.refusals import Refusals
+from shiftnet.router.shard_record import record_shard
 from shiftnet.router.stats_auth import StatsCredentials, stats_credentials
 from shiftnet.router.status import clear_status, needs_write, write_status
 from shiftnet.runner import CoalescingRunner
@@ -199,6 +200,7 @@ class Router:
             await self.access_log.start()
         record_destination(self.work_dir, self.config)
         record_listeners(self.work_dir, self.config)
+        record_shard(self.work_dir, self.config)
         await self.events.start()
         await self.driver.start()
         await self.informers.start()

@@ -56,6 +56,7 @@ ADMIN_SOCKET = "admin.sock"
 LOG_SOCKET = "log.sock"  # run/: HAProxy's log, received by the router (router/accesslog.py)
 ALIASES_INDEX = "aliases.json"  # run/: which spare serves which route (describe route)
 LISTENERS_RECORD = "listeners.json"  # run/: the addresses the two frontends bind (diagnose)
+SHARD_RECORD = "shard.json"  # run/: the router's ROUTE_LABELS and NAMESPACE_LABELS (diagnose)
 LOADED_RECORD = "loaded.json"  # run/: the configuration HAProxy loaded, and since (diagnose)
 CONFIG_IDENTITY = "config-sha256"  # the global description: config-sha256:<digest>
 PUBLIC_HEALTHZ = "/_______internal_router_healthz"
