@@ -8,6 +8,7 @@ through real HAProxy to loopback pods; the file is read back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import socket
 import stat
 import subprocess
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -286,11 +288,12 @@ def test_shiftnet_router_refuses_a_hostile_capture_name_at_start(tmp_path: Path)
     assert not (home / "router-router").exists()  # nothing started, nothing written
 
 
-async def test_syslog_address_gets_openshifts_httplog_lines(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def syslog_receiver() -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A UDP syslog server on loopback: its ADDR:PORT and the datagrams it received."""
     syslog = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     syslog.bind(("127.0.0.1", 0))
     syslog.setblocking(False)
-    address = f"127.0.0.1:{syslog.getsockname()[1]}"
     received: list[bytes] = []
 
     async def drain() -> None:  # from the start: a reload alone sends hundreds of notices
@@ -299,33 +302,73 @@ async def test_syslog_address_gets_openshifts_httplog_lines(tmp_path: Path) -> N
             received.append(await loop.sock_recv(syslog, 65536))
 
     reader = asyncio.create_task(drain())
-    env = RouterEnv(tmp_path, {"ROUTER_SYSLOG_ADDRESS": address, "ROUTER_LOG_LEVEL": "info"})
     try:
-        await env.start()
-        assert env.router.access_log is None  # the syslog server gets the lines instead
-        with backends("pod") as pods:
-            await env.apply(
-                namespace("sys"),
-                service("sys", "web"),
-                endpoints("sys", "web", pods),
-                route("sys", "web", "sys.example.com", "web", annotations=NO_COOKIES),
-            )
-            await ready(env, "sys.example.com")
-            assert (await env.get("sys.example.com", "/to-syslog")).status == 200
-
-            async def logged() -> bytes | None:
-                return next((d for d in received if b"/to-syslog" in d), None)
-
-            line = (await env.eventually(logged)).decode()
-        # RFC 3164 header with facility local1 (17) and level info (6): <142>
-        assert line.startswith("<142>")
-        assert re.search(r" public be_http:sys:web/s\d+ ", line)  # option httplog's fields
-        assert '"GET /to-syslog HTTP/1.1"' in line
-        assert not log_path(env.work_dir).exists()
+        yield f"127.0.0.1:{syslog.getsockname()[1]}", received
     finally:
         reader.cancel()
         syslog.close()
-        await env.stop()
+
+
+async def syslog_line_of(env: RouterEnv, received: list[bytes], path: str) -> str:
+    """Through the router to a pod of route sys/web at ``path``: the syslog line of it."""
+    with backends("pod") as pods:
+        await env.apply(
+            namespace("sys"),
+            service("sys", "web"),
+            endpoints("sys", "web", pods),
+            route("sys", "web", "sys.example.com", "web", annotations=NO_COOKIES),
+        )
+        await ready(env, "sys.example.com")
+        assert (await env.get("sys.example.com", path)).status == 200
+
+        async def logged() -> bytes | None:
+            return next((d for d in received if path.encode() in d), None)
+
+        line: str = (await env.eventually(logged)).decode()
+        return line
+
+
+async def test_syslog_address_gets_openshifts_httplog_lines(tmp_path: Path) -> None:
+    async with syslog_receiver() as (address, received):
+        env = RouterEnv(tmp_path, {"ROUTER_SYSLOG_ADDRESS": address, "ROUTER_LOG_LEVEL": "info"})
+        try:
+            await env.start()
+            assert env.router.access_log is None  # the syslog server gets the lines instead
+            line = await syslog_line_of(env, received, "/to-syslog")
+            # RFC 3164 header with facility local1 (17) and level info (6): <142>
+            assert line.startswith("<142>")
+            assert re.search(r" public be_http:sys:web/s\d+ ", line)  # option httplog's fields
+            assert '"GET /to-syslog HTTP/1.1"' in line
+            assert not log_path(env.work_dir).exists()
+        finally:
+            await env.stop()
+
+
+async def test_syslog_format_shapes_the_lines_the_syslog_server_gets(tmp_path: Path) -> None:
+    """ROUTER_SYSLOG_FORMAT replaces option httplog: HAProxy sends lines in that format."""
+    fmt = "shiftnet-fmt status=%ST backend=%b server=%s client=%ci %{+Q}r"
+    async with syslog_receiver() as (address, received):
+        env = RouterEnv(
+            tmp_path,
+            {
+                "ROUTER_SYSLOG_ADDRESS": address,
+                "ROUTER_LOG_LEVEL": "info",
+                "ROUTER_SYSLOG_FORMAT": fmt,
+            },
+        )
+        try:
+            await env.start()
+            line = (await syslog_line_of(env, received, "/formatted")).rstrip("\n")
+            assert line.startswith("<142>")
+            message = line.split("]: ", 1)[1]  # after the header's "haproxy[PID]: "
+            assert re.fullmatch(
+                r"shiftnet-fmt status=200 backend=be_http:sys:web server=s\d+ "
+                r'client=127\.0\.0\.1 "GET /formatted HTTP/1\.1"',
+                message,
+            ), message
+            assert " public be_http:sys:web/" not in line  # not option httplog's fields
+        finally:
+            await env.stop()
 
 
 async def test_passthrough_connection_is_logged_with_its_route_by_sni(tmp_path: Path) -> None:
