@@ -16,6 +16,7 @@ import socket
 import stat
 import subprocess
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -40,6 +41,23 @@ CAPTURES = {
     "ROUTER_CAPTURE_HTTP_COOKIE": "session=:16",
     "ROUTER_UNIQUE_ID_HEADER_NAME": "X-Request-Id",
 }
+
+
+async def log_settled(env: RouterEnv, quiet: float = 1.0) -> None:
+    """Until the access log has not grown for ``quiet`` seconds: HAProxy logs a request
+    when it ends, from whichever process served it, so the lines of requests made while
+    a route became ready (some through a worker a reload is replacing) can come late."""
+    path = log_path(env.work_dir)
+    last, since = -1, time.monotonic()
+
+    async def probe() -> bool:
+        nonlocal last, since
+        size = path.stat().st_size if path.exists() else 0
+        if size != last:
+            last, since = size, time.monotonic()
+        return time.monotonic() - since >= quiet
+
+    await env.eventually(probe, timeout=30)
 
 
 async def lines_with(env: RouterEnv, needle: str, count: int = 1) -> list[str]:
@@ -224,6 +242,7 @@ async def test_shiftnet_logs_router_prints_and_follows_across_rotation(tmp_path:
                 route("cli", "web", "cli.example.com", "web", annotations=NO_COOKIES),
             )
             await ready(env, "cli.example.com")
+            await log_settled(env)  # a readiness request's line may come after a later one's
             assert (await env.get("cli.example.com", "/before")).status == 200
             await lines_with(env, "/before")
             printed = await asyncio.to_thread(sn.ok, "logs", "router", "--tail", "1")
