@@ -152,3 +152,72 @@ def test_map_commands() -> None:
         "add map os_http_prefix.map c.example.com/x be_c",
     ]
     assert map_commands("m.map", old, dict(old)) == []
+
+
+SHARED = dataclasses.replace(CONFIG, share_backends=True)
+TIMEOUT = {"haproxy.router.openshift.io/timeout": "9s"}
+
+
+def _served(p: Plan, key: str, map_name: str = "os_http_prefix.map") -> str | None:
+    return p.state.maps[map_name].get(key)
+
+
+def test_route_leaving_a_shared_backend_for_new_options_stays_where_it_was_served() -> None:
+    live = LiveState.of(files([f.route("a"), f.route("b")], config=SHARED))
+    assert live.maps["os_http_prefix.map"]["b.example.com/"] == "be_http:ns:a"
+    p = ok(plan(live, files([f.route("a"), f.route("b", annotations=TIMEOUT)], config=SHARED)))
+    # Its own backend waits for the reload; its entry keeps naming the shared backend.
+    assert p.deferred == {"be_http:ns:b": "backend-shape"} and not p.state.clean
+    assert p.commands == [] and _served(p, "b.example.com/") == "be_http:ns:a"
+    # The group's pods change meanwhile: the shared backend follows, the entry stays.
+    two = [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]
+    changed = [f.route("a"), f.route("b", annotations=TIMEOUT)]
+    p2 = ok(plan(p.state, files(changed, two, config=SHARED)))
+    assert _served(p2, "b.example.com/") == "be_http:ns:a"
+    assert any("10.0.0.2" in c for c in p2.commands)
+    # Options and pods changed at once: the shared backend serves other pods now, so
+    # the route waits for the reload unserved rather than reach pods no longer its own.
+    moved = [f.route("a"), f.route("b", service="other", annotations=TIMEOUT)]
+    p3 = ok(plan(live, files(moved, config=SHARED)))
+    assert _served(p3, "b.example.com/") is None
+    assert "del map os_http_prefix.map b.example.com/" in p3.commands
+
+
+def test_backend_renamed_for_a_group_keeps_serving_its_route_until_the_reload() -> None:
+    # b leaves a's group for d's options: the group [b, d] is named after b, which is not
+    # loaded, so both wait for the reload; d's loaded backend stays in use (not emptied).
+    before = [f.route("a"), f.route("b"), f.route("d", annotations=TIMEOUT)]
+    live = LiveState.of(files(before, config=SHARED))
+    after = [f.route("a"), f.route("b", annotations=TIMEOUT), f.route("d", annotations=TIMEOUT)]
+    p = ok(plan(live, files(after, config=SHARED)))
+    assert p.deferred == {"be_http:ns:b": "backend-shape"}
+    assert _served(p, "b.example.com/") == "be_http:ns:a"
+    assert _served(p, "d.example.com/") == "be_http:ns:d"
+    assert p.state.backends["be_http:ns:d"] is live.backends["be_http:ns:d"]
+    assert p.commands == []
+    # Deleted meanwhile, d goes at once, and its backend is emptied after all.
+    p2 = ok(plan(p.state, files(after[:2], config=SHARED)))
+    assert _served(p2, "d.example.com/") is None
+    assert any(c.startswith("set server be_http:ns:d/") and "maint" in c for c in p2.commands)
+    assert _served(p2, "b.example.com/") == "be_http:ns:a"
+
+
+def test_route_on_a_spare_keeps_it_when_its_options_change() -> None:
+    live = LiveState.of(files([f.route("a")]))
+    p = ok(plan(live, files([f.route("a"), f.route("b")])))
+    assert p.state.aliases == {"be_http:ns:b": "be_spare_http:0"}
+    annotated = [f.route("a"), f.route("b", annotations=TIMEOUT)]
+    p2 = ok(plan(p.state, files(annotated)))
+    assert p2.deferred == {"be_http:ns:b": "backend-shape"} and p2.commands == []
+    assert p2.state.aliases == p.state.aliases
+    assert _served(p2, "b.example.com/") == "be_spare_http:0"
+    # Its pods change too: the spare's slots follow, with the options it was loaded with.
+    two = [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]
+    p3 = ok(plan(p2.state, files(annotated, [*two, EPS[1]])))
+    spare = p3.state.backends["be_spare_http:0"]
+    assert spare.options == live.backends["be_spare_http:0"].options
+    assert any("be_spare_http:0/" in c and "10.0.0.2" in c for c in p3.commands)
+    assert _served(p3, "b.example.com/") == "be_spare_http:0"
+    # The spare stays taken: a new route takes the next one.
+    p4 = ok(plan(p3.state, files([*annotated, f.route("c")], [*two, EPS[1]])))
+    assert p4.state.aliases["be_http:ns:c"] == "be_spare_http:1"

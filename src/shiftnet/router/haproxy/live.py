@@ -15,8 +15,15 @@ states and map entries, but cannot add or remove a backend. So:
 * a route **certificate** that is new, changed or gone is loaded, replaced
   or removed with the ``ssl cert``/``ssl crt-list`` commands
   (``live_certs.py``), before the map entries that use it;
-* anything else (a changed backend option, CA files, allowlists, the global
-  or frontend part) needs a reload.
+* a **route whose backend the reload must bring** (options no spare has,
+  or no spare left) while HAProxy serves the route already keeps what
+  serves it until that reload: its spare (with its members set again when
+  the slots allow), or, for a route leaving a shared backend, the map
+  entries it had, as long as the backend they name serves the route's
+  members (held, not emptied, when no route backend of the new
+  description uses it any more);
+* anything else (a changed option of a loaded backend, CA files,
+  allowlists, the global or frontend part) needs a reload.
 
 :class:`LiveState` is the served configuration as a description: each
 backend as it is *effectively* configured (runtime changes applied), the
@@ -33,7 +40,7 @@ from dataclasses import dataclass, field
 
 from shiftnet.router.haproxy import commands
 from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
-from shiftnet.router.haproxy.description import Backend, Description, ServerOptions
+from shiftnet.router.haproxy.description import Backend, Description, Member, ServerOptions
 from shiftnet.router.haproxy.live_certs import certificate_commands
 from shiftnet.router.haproxy.names import is_spare, server_name, spare_kind
 
@@ -93,6 +100,24 @@ def served_as(new: Backend, loaded: Backend) -> Backend | None:
     if _runtime_shape(new) != _runtime_shape(loaded):
         return None
     return loaded.with_slots(new.slots)
+
+
+def held_in(new: Backend, serving: Backend) -> Backend | None:
+    """``serving`` (a route's spare) with ``new``'s members but its own loaded options, or
+    None when its slots cannot take them: what serves a route until the reload brings
+    ``new``."""
+    if _members(new) == _members(serving):
+        return serving
+    if (new.servers.without_checks(), len(new.slots)) != (
+        serving.servers.without_checks(),
+        len(serving.slots),
+    ):
+        return None
+    return serving.with_slots(new.slots)
+
+
+def _members(backend: Backend) -> list[Member]:
+    return sorted(m for m in backend.slots if m is not None)
 
 
 def _mismatch(new: Backend, old: Backend) -> str:
@@ -162,8 +187,9 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
     loaded = live.backends
     # 1. Which route backends the served configuration lacks, and which spares they take.
     aliases = {b: s for b, s in live.aliases.items() if b in backends and b not in loaded}
-    # New routes no spare can serve (none left, or options a spare lacks): left out
-    # (503, as before they existed) until the reload that this plan then owes.
+    # Route backends no spare can serve (none left, or options a spare lacks) wait for
+    # the reload that this plan then owes: a new route is left out (503, as before it
+    # existed), a served one stays where it is served (step 3).
     deferred: dict[str, str] = {}
     released = set(live.aliases.values()) - set(aliases.values())
     in_use = set(aliases.values()) | released
@@ -188,12 +214,15 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
     target: dict[str, Backend] = {}
     for name, spare in aliases.items():
         served = served_as(backends[name], backends[spare])
-        if served is None:  # an aliased route whose options changed: the reload serves it
+        if served is None:  # an aliased route whose options changed: the reload serves them
             deferred[name] = "backend-shape"
-            continue
+            served = held_in(backends[name], loaded[spare])  # meanwhile its spare as loaded
+            if served is None:
+                continue
         target[spare] = served
     for name in deferred:
-        aliases.pop(name, None)
+        if aliases.get(name) not in target:
+            aliases.pop(name, None)
     skip = aliases.keys() | target.keys() | deferred.keys()
     changed: dict[str, Backend] = {}
     for name in [n for n, b in backends.items() if loaded.get(n, b) is not b]:
@@ -208,10 +237,21 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
             return Fallback(_mismatch(backend, old))
         changed[name] = served
     target.update({n: changed.get(n, b) for n, b in backends.items() if n not in skip})
-    for name in [n for n in loaded if n not in target]:
-        target[name] = _emptied(loaded[name])  # a deleted route: unused until the reload
-    if target.keys() != loaded.keys():
+    if not target.keys() <= loaded.keys():
         return Fallback("new-backend")
+    gone = [n for n in loaded if n not in target]  # no route's any more: emptied, unless held
+    # 3. Map entries, with aliased backends replaced by their spares; a deferred route
+    # keeps the entries it had where their backend serves its members (held, if gone).
+    drop = {n for n in deferred if n not in aliases}
+    maps: dict[str, Mapping[str, str]] = {}
+    held: set[str] = set()
+    for name, entries in live.maps.items():
+        new = served_map(wanted.maps[name], aliases, drop)
+        if drop:
+            new = _kept(wanted.maps[name], entries, new, drop, backends, target, loaded, held)
+        maps[name] = new
+    for name in gone:
+        target[name] = loaded[name] if name in held else _emptied(loaded[name])
     cmds: list[str] = list(cert_cmds)  # certificates before the map entries that use them
     try:
         for name in [n for n, b in target.items() if loaded[n] is not b]:
@@ -223,14 +263,9 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
                 cmds += more
     except RuntimeAPIError:
         return Fallback("backend-changed")  # an address the runtime API cannot carry
-    # 3. Map entries, with aliased backends replaced by their spares.
-    maps: dict[str, Mapping[str, str]] = {}
-    drop = set(deferred)
     try:
         for name, entries in live.maps.items():
-            new = served_map(wanted.maps[name], aliases, drop)
-            cmds += map_commands(name, entries, new)
-            maps[name] = new
+            cmds += map_commands(name, entries, maps[name])
     except RuntimeAPIError:
         return Fallback("map-value")  # a key or value the CLI cannot carry
     clean = not aliases and not deferred and target == backends
@@ -243,6 +278,35 @@ def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
         clean=clean,
     )
     return Plan(commands=cmds, state=state, deferred=deferred)
+
+
+def _kept(
+    wanted: Mapping[str, str],
+    served: Mapping[str, str],
+    new: Mapping[str, str],
+    drop: set[str],
+    described: Mapping[str, Backend],
+    target: Mapping[str, Backend],
+    loaded: Mapping[str, Backend],
+    held: set[str],
+) -> Mapping[str, str]:
+    """``new`` (one map without ``drop``'s entries) with the served entries of those routes
+    back where the backend they name serves the route's members, so a served route is
+    not lost while it waits for a reload; gone backends kept in use are added to ``held``."""
+    kept = dict(new)
+    for key, value in wanted.items():
+        if value not in drop or key not in served:
+            continue
+        old = served[key]
+        serving = target[old] if old in target else loaded.get(old)  # gone: as loaded
+        if serving is None:
+            continue  # a fixed backend (the redirect), not a route's
+        members = _members(serving)
+        if members and members == _members(described[value]):
+            kept[key] = old
+            if old not in target:
+                held.add(old)
+    return kept
 
 
 def _free_spares(
