@@ -58,21 +58,32 @@ def query_type(data: bytes) -> str:
     return QTYPES.get(int.from_bytes(data[at + 1 : at + 3], "big"), "other")
 
 
+# Question types by their two bytes on the wire, for the common shapes' fast path.
+_QTYPE_BYTES = {code.to_bytes(2, "big"): name for code, name in QTYPES.items()}
+# Size bucket of every message length up to 4 KiB (larger ones: bisect), so that
+# counting a size is one index instead of a search.
+_SIZE_INDEX = bytes(bisect_left(SIZE_BUCKETS, n) for n in range(4097))
+_FIRST_DURATION = DURATION_BUCKETS[0]
+
+
 class Histogram:
     """Bucket counts, a sum and a count (cumulated when exported)."""
 
-    __slots__ = ("bounds", "count", "counts", "total")
+    __slots__ = ("bounds", "counts", "total")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
         self.counts = [0] * (len(bounds) + 1)  # the last one is +Inf
         self.total = 0.0
-        self.count = 0
+
+    @property
+    def count(self) -> int:
+        """How many values were observed (summed when asked: one add less per query)."""
+        return sum(self.counts)
 
     def observe(self, value: float) -> None:
         self.counts[bisect_left(self.bounds, value)] += 1
         self.total += value
-        self.count += 1
 
     def cumulative(self) -> list[tuple[str, float]]:
         running = 0
@@ -84,7 +95,14 @@ class Histogram:
 
 
 class Traffic:
-    """What the server saw: requests by (proto, family, type), responses by rcode, sizes."""
+    """What the server saw: requests by (proto, family, type), responses by rcode, sizes.
+
+    :meth:`request` and :meth:`response` run for every query, so each does its
+    counting inline (no call per histogram, sizes bucketed by a table, the
+    type read from the question's last bytes in the common shapes): together
+    they cost a fraction of what a memoised answer does."""
+
+    __slots__ = ("durations", "request_sizes", "requests", "response_sizes", "responses")
 
     def __init__(self) -> None:
         self.requests: defaultdict[tuple[str, str, str], int] = defaultdict(int)
@@ -95,23 +113,33 @@ class Traffic:
 
     def request(self, data: bytes, proto: str, family: str) -> str:
         """Count a query; returns its type name for :meth:`response`."""
-        qtype = query_type(data)
+        n = len(data)
+        if n > 17 and data[4:12] == _PLAIN:
+            qtype = _QTYPE_BYTES.get(data[-4:-2], "other")
+        else:
+            qtype = query_type(data)
         self.requests[(proto, family, qtype)] += 1
-        sizes = self.request_sizes.get(proto) or self.request_sizes.setdefault(
-            proto, Histogram(SIZE_BUCKETS)
-        )
-        sizes.observe(len(data))
+        sizes = self.request_sizes.get(proto)
+        if sizes is None:
+            sizes = self.request_sizes[proto] = Histogram(SIZE_BUCKETS)
+        sizes.counts[_SIZE_INDEX[n] if n <= 4096 else bisect_left(SIZE_BUCKETS, n)] += 1
+        sizes.total += n
         return qtype
 
     def response(self, reply: bytes, proto: str, qtype: str, seconds: float) -> None:
         """Count an answer sent: its rcode, its size and how long the query took."""
-        rcode = reply[3] & 0x0F if len(reply) > 3 else 2
-        self.responses[RCODES.get(rcode, str(rcode))] += 1
-        durations = self.durations.get(qtype) or self.durations.setdefault(
-            qtype, Histogram(DURATION_BUCKETS)
-        )
-        durations.observe(seconds)
-        sizes = self.response_sizes.get(proto) or self.response_sizes.setdefault(
-            proto, Histogram(SIZE_BUCKETS)
-        )
-        sizes.observe(len(reply))
+        n = len(reply)
+        rcode = reply[3] & 0x0F if n > 3 else 2
+        self.responses[RCODES.get(rcode) or str(rcode)] += 1
+        durations = self.durations.get(qtype)
+        if durations is None:
+            durations = self.durations[qtype] = Histogram(DURATION_BUCKETS)
+        durations.counts[
+            0 if seconds <= _FIRST_DURATION else bisect_left(DURATION_BUCKETS, seconds)
+        ] += 1
+        durations.total += seconds
+        sizes = self.response_sizes.get(proto)
+        if sizes is None:
+            sizes = self.response_sizes[proto] = Histogram(SIZE_BUCKETS)
+        sizes.counts[_SIZE_INDEX[n] if n <= 4096 else bisect_left(SIZE_BUCKETS, n)] += 1
+        sizes.total += n

@@ -6,7 +6,7 @@ import dns.edns
 import dns.message
 import dns.rcode
 
-from shiftnet.dns.traffic import Histogram, Traffic, query_type
+from shiftnet.dns.traffic import DURATION_BUCKETS, SIZE_BUCKETS, Histogram, Traffic, query_type
 
 
 def test_query_type_is_read_past_the_name() -> None:
@@ -38,3 +38,24 @@ def test_responses_count_rcodes_and_histograms_cumulate() -> None:
     for v in (1.0, 1.5, 9.0):
         h.observe(v)
     assert h.cumulative() == [("1.0", 1.0), ("2.0", 2.0), ("+Inf", 3.0)] and h.total == 11.5
+
+
+def test_inline_counting_agrees_with_observe() -> None:
+    """The hot path buckets sizes by a table and durations by a shortcut: the same
+    buckets, sums and counts as ``Histogram.observe`` for every size and duration."""
+    traffic = Traffic()
+    sizes, durations = Histogram(SIZE_BUCKETS), Histogram(DURATION_BUCKETS)
+    query = dns.message.make_query("a.b.svc.cluster.local", "SRV").to_wire()
+    for n in (*range(0, 4200), 8291, 8292, 16000, 16001, 65535):
+        reply = (query[:2] + b"\x81\x83" + query[4:] + b"\x00" * n)[: max(n, 4)]
+        seconds = n * 0.00001
+        qtype = traffic.request(query, "tcp", "1")
+        traffic.response(reply, "tcp", qtype, seconds)
+        sizes.observe(len(reply))
+        durations.observe(seconds)
+    assert qtype == "SRV"
+    assert traffic.response_sizes["tcp"].counts == sizes.counts
+    assert traffic.response_sizes["tcp"].total == sizes.total
+    assert traffic.durations["SRV"].counts == durations.counts
+    assert traffic.durations["SRV"].count == durations.count == 4205
+    assert traffic.responses == {"NXDOMAIN": 4205}
