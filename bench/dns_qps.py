@@ -2,8 +2,10 @@
 """Queries per second of shiftnet's cluster DNS next to Unbound, with dnsperf.
 
 One run: a tmp SQLite store gets N ClusterIP services (with named ports) and
-their Endpoints; ``shiftnet dns`` serves them; Unbound serves the same names
-from a static ``local-zone``. Each server is pinned to one core, dnsperf to
+their Endpoints; ``shiftnet dns`` serves them twice (as the standalone
+command runs by default, and with ``--metrics-listen`` as ``shiftnet up`` runs
+it, which counts every query for CoreDNS's series); Unbound serves the same
+names from a static ``local-zone``. Each server is pinned to one core, dnsperf to
 the other, and asked the service A names (answers), SRV at the service names,
 PTR of the ClusterIPs, pod records (``a-b-c-d.<ns>.pod.<zone>``) and names
 that do not exist (NXDOMAIN). Prints a table and writes JSON.
@@ -252,11 +254,18 @@ def main() -> int:
         asyncio.run(seed_store(url, svcs))
         queries = write_queries(tmp, svcs)
 
-        port = free_port()
+        port, mport = free_port(), free_port()
         env = dict(os.environ, SHIFTNET_HOME=str(tmp), SHIFTNET_STORE=url)
         shift = subprocess.Popen(
             ["taskset", "-c", args.server_cpu, sys.executable, "-m", "shiftnet.cli.main",
              "dns", "--listen", f"127.0.0.1:{port}"],
+            env=env, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        # as `shiftnet up` runs it: /metrics served, so every query is counted
+        metered = subprocess.Popen(
+            ["taskset", "-c", args.server_cpu, sys.executable, "-m", "shiftnet.cli.main",
+             "dns", "--listen", f"127.0.0.1:{mport}",
+             "--metrics-listen", f"127.0.0.1:{free_port()}"],
             env=env, stdout=subprocess.DEVNULL,
         )  # fmt: skip
         uport = free_port()
@@ -267,11 +276,12 @@ def main() -> int:
         )
         try:
             wait_dns(port)
+            wait_dns(mport)
             wait_dns(uport)
             # Rounds alternate between the servers so a noisy neighbour hurts both
             # alike; each cell keeps its best round.
             for _ in range(args.rounds):
-                for server, p in (("shiftnet", port), ("unbound", uport)):
+                for server, p in (("shiftnet", port), ("metrics", mport), ("unbound", uport)):
                     for label, (path, extra) in queries.items():
                         run = dnsperf(p, path, args.seconds, args.client_cpu, extra)
                         best = results.setdefault(server, {}).get(label)
@@ -279,11 +289,12 @@ def main() -> int:
                             results[server][label] = run
         finally:
             stop(shift)
+            stop(metered)
             stop(unbound)
 
     build = zone_build_seconds(svcs)
-    header = f"{'workload':<20} {'shiftnet q/s':>13} {'unbound q/s':>13} {'ratio':>7}"
-    header += f" {'shiftnet lat ms':>16} {'unbound lat ms':>15}"
+    header = f"{'workload':<20} {'shiftnet q/s':>13} {'+metrics q/s':>13} {'unbound q/s':>13}"
+    header += f" {'ratio':>7} {'shiftnet lat ms':>16} {'unbound lat ms':>15}"
     print(
         f"dnsperf, {args.services} services, best of {args.rounds} x {args.seconds}s, "
         "each server pinned to one core, dnsperf to another; "
@@ -292,9 +303,10 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     for label in queries:
-        s, u = results["shiftnet"][label], results["unbound"][label]
+        s, m, u = (results[k][label] for k in ("shiftnet", "metrics", "unbound"))
         print(
-            f"{label:<20} {s['qps']:>13.0f} {u['qps']:>13.0f} {s['qps'] / u['qps']:>7.2f}"
+            f"{label:<20} {s['qps']:>13.0f} {m['qps']:>13.0f} {u['qps']:>13.0f}"
+            f" {s['qps'] / u['qps']:>7.2f}"
             f" {s['avg_latency_ms']:>16.3f} {u['avg_latency_ms']:>15.3f}"
         )
     print(f"full zone rebuild for {args.services} services: {build * 1000:.1f} ms")

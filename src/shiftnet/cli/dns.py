@@ -193,13 +193,14 @@ def run_server(args: argparse.Namespace) -> int:
         if args.store.startswith("sqlite:"):
             ensure_private_dir(args.state_dir)
         store = open_store(args.store)
-        from shiftnet.dns.metrics import DNSCollector
-
         server = DNSServer(store, cfg)
         endpoint = None
         try:
             await server.start()
-            endpoint = serve_metrics(args.metrics_listen, DNSCollector(server))
+            if args.metrics_listen:  # the collector turns on per-query counting: only if served
+                from shiftnet.dns.metrics import DNSCollector
+
+                endpoint = serve_metrics(args.metrics_listen, DNSCollector(server))
             host, port = server.address
             print(f"cluster DNS for {cfg.zone_domain} on {host}:{port} (udp, tcp)", flush=True)
             if endpoint is not None:
