@@ -120,7 +120,11 @@ def test_ctrl_c_while_the_cli_imports_exits_130_without_traceback(tmp_path: Path
     """Ctrl-C at every moment of start-up: quiet, 130. ``apply -f -`` reads stdin
     (kept open) once started, so each Ctrl-C interrupts it wherever it has got to."""
     sn = Shiftnet(f"sqlite://{tmp_path}/state.db", tmp_path / "home")
-    outcomes: dict[str, list[int]] = {"in shiftnet": [], "in python's own start-up": []}
+    outcomes: dict[str, list[int]] = {
+        "in shiftnet": [],
+        "in python's own start-up": [],
+        "swallowed by python's own start-up": [],
+    }
     for delay_ms in [*range(0, 61, 3), *range(0, 61, 3)]:
         proc = subprocess.Popen(
             [SHIFTNET, "--store", sn.store, "apply", "-f", "-"],
@@ -134,9 +138,15 @@ def test_ctrl_c_while_the_cli_imports_exits_130_without_traceback(tmp_path: Path
         try:
             time.sleep(delay_ms / 1000)
             proc.send_signal(signal.SIGINT)
-            assert proc.stderr is not None
-            err = proc.stderr.read()
-            code = proc.wait(timeout=30)
+            try:
+                _, err = proc.communicate(timeout=10)
+                again = False
+            except subprocess.TimeoutExpired:
+                # Still reading stdin: the Ctrl-C was swallowed. A user presses it again.
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=30)
+                again = True
+            code = proc.returncode
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -144,6 +154,15 @@ def test_ctrl_c_while_the_cli_imports_exits_130_without_traceback(tmp_path: Path
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+        if again:
+            # Only CPython swallows an interrupt where no handler of ours can see it:
+            # in its own start-up (checking argv[0] as an import path) or in a
+            # finalizer of its import machinery ("Exception ignored in"), before the
+            # console script's handler exists. Every other Ctrl-C ends the command.
+            assert "KeyboardInterrupt" in err and not _frames_in_shiftnet(err), (delay_ms, err)
+            assert "Failed checking if argv[0]" in err or "Exception ignored in" in err, err
+            outcomes["swallowed by python's own start-up"].append(delay_ms)
+            continue
         if "KeyboardInterrupt" in err and not _frames_in_shiftnet(err):
             # Before the console script's first line: Python's own start-up
             # (site, the generated script's `import re`), out of shiftnet's reach.

@@ -19,6 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from shiftnet.cli import interrupts
 from shiftnet.cli.settings import resolve_settings
 from shiftnet.errors import ShiftnetError, shorten
 from shiftnet.private_files import ensure_private_tree
@@ -195,7 +196,7 @@ def _interrupts_raise() -> None:
     """
     handler = signal.getsignal(signal.SIGINT)
     if getattr(handler, "__module__", None) == "shiftnet.entry_point":
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        interrupts.install()
 
 
 def _silence_stdout() -> None:

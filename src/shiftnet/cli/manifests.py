@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from shiftnet.api.strict_yaml import MAX_NODES, ManifestLoader, expanded_size, load_json
+from shiftnet.cli.interrupts import raise_if_interrupted
 from shiftnet.errors import InvalidInput, shorten
 from shiftnet.sdn.workdir import resolve_workdir_annotation
 
@@ -172,6 +173,7 @@ def read_manifests(
     docs: list[Document] = []
     for arg in paths:
         if arg == "-":
+            raise_if_interrupted()  # a Ctrl-C before this point must not leave us reading
             stream = _binary(stdin or sys.stdin)
             head = stream.peek(64) if isinstance(stream, io.BufferedReader) else b""
             stdin_docs = parse_stream(stream, "<stdin>", as_json=head.lstrip().startswith(b"{"))
