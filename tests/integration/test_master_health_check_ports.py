@@ -130,15 +130,20 @@ def _error(svc: Service) -> bool:
 
 
 async def settled(master: Master, svc: Service) -> None:
-    """The node port allocator holds ``svc`` as stored and has synced it: whatever it
-    would do about this version is done (a positive sign, not a pause)."""
+    """The node port allocator holds ``svc`` as stored (or newer) and has synced it:
+    whatever it would do about this version is done (a positive sign, not a pause)."""
     version = svc.metadata.resource_version
     informer = master.node_ports.informer
 
     async def cached() -> Service | None:
         return informer.get(svc.namespace, svc.name)
 
-    await eventually(cached, lambda s: s is not None and s.metadata.resource_version == version)
+    # at or past it: a later write of the master's own (the same refusal noted again)
+    # moves the stored version on, and the cache would never hold this one
+    await eventually(
+        cached,
+        lambda s: s is not None and int(s.metadata.resource_version) >= int(version),
+    )
     await master.node_ports.queue.wait_idle()
 
 
@@ -161,6 +166,7 @@ async def test_health_check_port_conflicts_written_around_the_api(tmp_path) -> N
         await settled(master, second)
         assert hc(await get(client, "second")) is None, "never another port in its place"
         # ... and a retry decides the same: the next Service gets the lowest free ports
+        second = await get(client, "second")  # as stored now: the master may have noted again
         second.metadata.labels["retry"] = "1"
         await client.update(second)
         await client.create(local_lb("third"))
