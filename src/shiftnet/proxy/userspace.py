@@ -389,9 +389,20 @@ class UserspaceProxier:
     async def sync(self, table: ServiceTable) -> None:
         """Open, update and close listeners; a port that cannot be bound is retried next sync."""
         self.errors = {}
+        self._unshare_affinity()
         await self._sync_listeners(self.services, cluster_listeners(table))
         await self._sync_listeners(self.external, self._external_listeners(table))
         self._share_affinity()
+
+    def _unshare_affinity(self) -> None:
+        """Each external listener has a balancer of its own while listeners are updated:
+        updating one that shares the ClusterIP's would hand it its own endpoints (all of
+        them, where the ClusterIP sends to this node's only: internalTrafficPolicy)."""
+        for (key, _, _), listener in self.external.items():
+            cluster = self.services.get(key)
+            if cluster is not None and listener.balancer is cluster.balancer:
+                entry = listener.entry
+                listener.balancer = Balancer(entry.backends, entry.affinity, entry.affinity_timeout)
 
     def _share_affinity(self) -> None:
         """External listeners that send where the ClusterIP sends use its balancer, so a
