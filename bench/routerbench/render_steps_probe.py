@@ -17,29 +17,13 @@ import sys
 import time
 
 import shiftnet.router.admission as admission_module
-from shiftnet.api import Endpoints, Namespace, Route, Service
-from shiftnet.client import Client
+from routerbench.render_probe import _load
 from shiftnet.router.admission import admit
 from shiftnet.router.config import RouterConfig
 from shiftnet.router.haproxy import render as render_mod
 from shiftnet.router.model import build_model
-from shiftnet.store import open_store
 
 STEPS = ("load", "admit", "model", "render_cold", "render_warm")
-
-
-async def _load(store_url: str) -> tuple[list, list, list, list]:
-    store = open_store(store_url)
-    try:
-        client = Client(store)
-        return (
-            await client.list(Route),
-            await client.list(Namespace),
-            await client.list(Endpoints),
-            await client.list(Service),
-        )
-    finally:
-        await store.close()
 
 
 def main() -> None:
