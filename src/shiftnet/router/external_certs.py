@@ -46,13 +46,23 @@ def secret_of(route: Route) -> SecretKey | None:
 
 
 def _text(secret: Secret, key: str) -> str | None:
+    """The key's value as PEM text; None when absent or empty (see :func:`_not_pem`)."""
     value = secret.value(key)
-    if value is None:
+    if not value:
         return None
     try:
         return value.decode("ascii")  # PEM is ASCII; anything else cannot be a certificate
     except UnicodeDecodeError:
         return None
+
+
+def _not_pem(secret: Secret, key: str) -> str:
+    """Why the key's value is not PEM text, in words that point at the byte to fix."""
+    value = secret.value(key)
+    if not value:
+        return f"data[{key}] is not base64" if secret.data.get(key) else f"has no data[{key}]"
+    at = next(i for i, byte in enumerate(value) if byte > 0x7F)
+    return f"data[{key}] is not PEM text: byte 0x{value[at]:02x} at offset {at} is not ASCII"
 
 
 def resolve(
@@ -88,7 +98,7 @@ def resolve(
         if not text:
             return route, Refusal(
                 EXTERNAL_CERTIFICATE_VALIDATION_FAILED,
-                f'{FIELD}: secret "{name}" has no PEM text in data[{data_key}]',
+                f'{FIELD}: secret "{name}" {_not_pem(secret, data_key)}',
             )
     assert cert is not None and key is not None
     new_tls = tls.model_copy(update={"certificate": cert, "key": key, "external_certificate": None})

@@ -80,8 +80,28 @@ def test_binary_or_oversized_data_is_refused_without_decoding_it_as_pem() -> Non
     s = secret()
     s.data["tls.crt"] = "/////w=="  # bytes that are not ASCII
     _, refusal = resolve(ext_route(), s)
-    assert refusal is not None and "data[tls.crt]" in refusal.message
+    assert refusal is not None and refusal.message == (
+        'spec.tls.externalCertificate: secret "a-tls" data[tls.crt] is not PEM text: '
+        "byte 0xff at offset 0 is not ASCII"
+    )
     big = secret()
     big.data["pad"] = "QUFB" * (1024 * 1024 // 3 + 1)
     _, refusal = resolve(ext_route(), big)
     assert refusal is not None and "1048576 bytes" in refusal.message
+
+
+def test_pem_with_a_non_ascii_character_names_the_byte_and_a_missing_key_says_so() -> None:
+    accented = PAIR.cert_pem.replace("-----BEGIN", "é-----BEGIN", 1)
+    _, refusal = resolve(ext_route(), secret(**{"tls.crt": accented, "tls.key": PAIR.key_pem}))
+    assert refusal is not None and refusal.message == (
+        'spec.tls.externalCertificate: secret "a-tls" data[tls.crt] is not PEM text: '
+        "byte 0xc3 at offset 0 is not ASCII"
+    )
+    _, refusal = resolve(ext_route(), secret(**{"tls.crt": PAIR.cert_pem}))
+    assert refusal is not None and refusal.message == (
+        'spec.tls.externalCertificate: secret "a-tls" has no data[tls.key]'
+    )
+    s = secret()
+    s.data["tls.key"] = "not base64!"
+    _, refusal = resolve(ext_route(), s)
+    assert refusal is not None and refusal.message.endswith('"a-tls" data[tls.key] is not base64')
