@@ -190,7 +190,9 @@ class IngressToRouteController:
         for gone in plan.delete:
             await self._delete(key, gone, "not-wanted")
         if plan.load_balancer is not None:
-            await self._write_status(key, plan.load_balancer)
+            problem = await self._write_status(key, plan.load_balancer)
+            if problem:
+                notes.append(problem)
         for warning in plan.warnings:
             log.info("ingress annotation ignored ingress=%s/%s reason=%s", ns, name, warning)
         self._report(ing, tuple(notes))
@@ -218,17 +220,30 @@ class IngressToRouteController:
             pass
         self._own_writes.deleted(key, name)
 
-    async def _write_status(self, key: Key, entries: list[IngressLoadBalancerIngress]) -> None:
+    async def _write_status(
+        self, key: Key, entries: list[IngressLoadBalancerIngress]
+    ) -> str | None:
+        """Write status.loadBalancer; a reason when the stored Ingress itself is invalid.
+
+        An Ingress stored around validation fails validation however often its
+        status is written back, so that is a note to report, not an error for the
+        queue to retry; its next change re-adds the key. Conflicts and store
+        errors still raise, and the queue retries them."""
+
         def record(ing: Ingress) -> Ingress:
             ing.status.load_balancer.ingress = list(entries)
             return ing
 
-        await self.client.mutate(Ingress, key[0], key[1], record)
+        try:
+            await self.client.mutate(Ingress, key[0], key[1], record)
+        except InvalidObject as exc:
+            return f"status not written: {exc}"
         log.info(
             "ingress status ingress=%s/%s hostnames=%s",
             *key,
             ",".join(e.hostname or "" for e in entries) or "none",
         )
+        return None
 
     def _report(self, ing: Ingress, notes: tuple[str, ...]) -> None:
         key = ing.key
