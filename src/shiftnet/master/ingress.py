@@ -13,6 +13,9 @@ reports it: an Event ``IncompleteIngressToRouteRules`` (type Normal, as
 OpenShift records it) on the Ingress naming each rule and path and why, and a
 warning line in the master's log. Both are written when the set of reasons
 changes, not on every resync, so a steady Ingress does not grow its Event.
+An Ingress stored around validation, whose status therefore cannot be written
+back, is reported the same way and not retried: it is synced again when it
+changes.
 """
 
 from __future__ import annotations

@@ -6,6 +6,18 @@ matter how many events arrived for KEY meanwhile. This queue (the semantics of
 client-go's workqueue) keeps a set of dirty keys, runs a few workers, never
 syncs one key in two workers at once, re-syncs a key that got dirty while it
 was being synced, and retries a failed key with a growing delay.
+
+The delay doubles from ``retry_delay`` (0.1 s) and stops at
+``max_retry_delay`` (5 s), far below the 1000 s of client-go's default
+controller rate limiter. What reaches this retry is meant to be transient: a
+store that is down, a conflict, a cache that lags the controller's own writes
+(:meth:`retry_later`). An error that retrying cannot fix (an object stored
+around validation) is reported by its controller, which returns normally, so
+the key waits for its next change instead. The informers here have no resync
+period, so for a key that failed all through a store outage the next retry may
+be the only thing that syncs it: a 1000 s ceiling would leave it stale for
+minutes after the store is back, where 5 s costs one log line every 5 s for a key
+that keeps failing.
 """
 
 from __future__ import annotations
