@@ -22,6 +22,12 @@ have appeared meanwhile).
 A refused check is also handed to :attr:`HAProxyDriver.on_rejected`: the router
 then finds the routes HAProxy refuses (:meth:`HAProxyDriver.check_files` in a
 scratch directory, ``isolation.py``) and applies the others.
+
+A runtime batch HAProxy refuses partway (a certificate it will not commit)
+leaves the commands before the refused one applied (and, in a ``;``-joined
+chunk, the rest of that chunk too): what HAProxy serves is then neither the
+old picture nor the new one, so the driver forgets its picture and plans
+nothing through the runtime API until a reload has made a fresh one.
 """
 
 from __future__ import annotations
@@ -241,7 +247,10 @@ class HAProxyDriver:
         try:
             await self.runtime.batch(cmds)
         except RuntimeAPIError as err:
-            log.warning("runtime endpoint update refused error=%s", err)
+            log.warning("runtime endpoint update refused, reloading instead error=%s", err)
+            if live is self._live:  # not replaced by a reload meanwhile
+                self._forget()
+            self._runner.kick()
             return False
         live.backends = served
         live.clean = False  # the files on disk follow with the next full apply
@@ -283,6 +292,7 @@ class HAProxyDriver:
             await self.runtime.batch(outcome.commands)
         except RuntimeAPIError as err:
             log.warning("runtime update refused, reloading instead error=%s", err)
+            self._forget()
             self._fallback("refused")
             return False
         if outcome.state.aliases != live.aliases:
@@ -313,6 +323,13 @@ class HAProxyDriver:
         tmp = run / (ALIASES_INDEX + ".tmp")
         tmp.write_text(json.dumps(aliases, sort_keys=True, indent=1))
         tmp.replace(run / ALIASES_INDEX)
+
+    def _forget(self) -> None:
+        """HAProxy refused a batch partway: what it serves is unknown until a reload, so
+        nothing is planned from the old picture, and a restarted router reloads first."""
+        self._live = None
+        self._owed_marker.touch()
+        self._note(served=None)
 
     def _fallback(self, reason: str) -> None:
         self.fallbacks += 1
