@@ -9,6 +9,9 @@
 # constraints.txt (scripts/lock-dependencies rewrites it).
 #
 # Environment: PYTHON (default python3), SHIFTNET_SKIP_APT=1 to never call apt.
+# --with-debian-kubectl (setup-and-test): also unpack Debian 12's kubectl
+# (kubernetes-client, 1.20) into .venv/debian-kubectl/, without installing it,
+# so the tests can drive the fallback client beside the machine's own kubectl.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -98,5 +101,32 @@ install_venv() {
   printf '%s\n' "$want" >"$STAMP"
 }
 
+DEBIAN_KUBECTL="$VENV/debian-kubectl/usr/bin/kubectl"
+
+install_debian_kubectl() {
+  if [[ -x "$DEBIAN_KUBECTL" ]]; then
+    say "Debian's kubectl: present ($DEBIAN_KUBECTL)"
+    return
+  fi
+  if [[ "${SHIFTNET_SKIP_APT:-0}" == "1" ]]; then
+    say "SHIFTNET_SKIP_APT=1: Debian's kubectl not unpacked (its tests will skip)"
+    return
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  chmod 0755 "$tmp"  # apt's download user writes here
+  say "unpacking Debian's kubectl (kubernetes-client) into $VENV/debian-kubectl"
+  if ! (cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null); then
+    apt-get update -qq && (cd "$tmp" && apt-get download -qq kubernetes-client) ||
+      { rm -rf "$tmp"; die "apt-get download kubernetes-client failed"; }
+  fi
+  dpkg -x "$tmp"/kubernetes-client_*.deb "$VENV/debian-kubectl"
+  rm -rf "$tmp"
+  [[ -x "$DEBIAN_KUBECTL" ]] || die "kubernetes-client has no usr/bin/kubectl"
+}
+
 install_debian_packages
 install_venv
+if [[ "${1:-}" == "--with-debian-kubectl" ]]; then
+  install_debian_kubectl
+fi

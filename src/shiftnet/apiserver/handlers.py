@@ -34,6 +34,8 @@ from shiftnet.apiserver.fanout import WatchFanout
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
 from shiftnet.apiserver.managed_fields import Ownership
+from shiftnet.apiserver.openapi_accept import PROTOBUF, negotiate_v2
+from shiftnet.apiserver.openapi_protobuf import encode_document
 from shiftnet.apiserver.ownership import field_manager, parse_force, update_ownership
 from shiftnet.apiserver.paging import parse_limit
 from shiftnet.apiserver.patching import patch_function
@@ -108,6 +110,11 @@ def _document_bytes(which: str) -> bytes:
     return openapi.document_bytes(openapi.openapi_v3(which))
 
 
+@functools.cache
+def _v2_protobuf() -> bytes:
+    return encode_document(openapi.openapi_v2())
+
+
 def _document(which: str) -> web.Response:
     return web.Response(body=_document_bytes(which), content_type="application/json")
 
@@ -171,7 +178,16 @@ class ResourceAPI:
         return json_response(discovery.version_info())
 
     async def openapi_v2(self, request: web.Request) -> web.Response:
-        return _document("v2")
+        answer = negotiate_v2(request.headers.get("Accept", ""))
+        if answer is None:
+            offered = "application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+            raise StatusError(406, "NotAcceptable", f"only {offered} are served")
+        if answer == PROTOBUF:
+            response = web.Response(body=_v2_protobuf(), headers={"Content-Type": PROTOBUF})
+        else:
+            response = _document("v2")
+        response.headers["Vary"] = "Accept"
+        return response
 
     async def openapi_v3_index(self, request: web.Request) -> web.Response:
         return _document("v3")

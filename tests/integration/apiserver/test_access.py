@@ -117,3 +117,24 @@ def test_openapi_is_served_so_kubectl_explain_works(api: APIServerProcess) -> No
     doc = json.loads(api.ok("get", "--raw", v3["paths"]["api/v1"]["serverRelativeURL"]))
     assert "io.k8s.api.core.v1.Service" in doc["components"]["schemas"]
     assert json.loads(api.ok("get", "--raw", "/openapi/v2"))["swagger"] == "2.0"
+
+
+def test_openapi_v2_answers_protobuf_json_or_406_by_accept(api: APIServerProcess) -> None:
+    ctx = ssl.create_default_context(cafile=api.ca)
+    auth = {"Authorization": f"Bearer {api.token}"}
+    with httpx.Client(base_url=api.url, verify=ctx, timeout=10, headers=auth) as http:
+        proto = http.get(
+            "/openapi/v2",
+            headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+        )
+        assert proto.status_code == 200
+        assert proto.headers["Content-Type"] == (
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        )
+        assert proto.content[:5] == b"\x0a\x032.0"  # field 1 (swagger): "2.0"
+        assert proto.headers["Vary"] == "Accept"
+        plain = http.get("/openapi/v2", headers={"Accept": "application/json"})
+        assert plain.json()["swagger"] == "2.0"
+        refused = http.get("/openapi/v2", headers={"Accept": "text/html"})
+        assert refused.status_code == 406
+        assert refused.json()["reason"] == "NotAcceptable"

@@ -271,9 +271,8 @@ def test_delete_f_unknown_kinds_and_bodies_over_3_mib(
     assert again.returncode != 0
     assert 'Error from server (NotFound): error when deleting "' in again.stderr, again.stderr
     # a kind the server does not serve: kubectl learns it from discovery, as on any cluster
-    # (schema validation off: kubectl would look the kind up in /openapi/v2 as protobuf)
     foo = "apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: f}\n"
-    res = api.kubectl("apply", "--validate=false", "-f", "-", input=foo)
+    res = api.kubectl("apply", "-f", "-", input=foo)
     assert res.returncode != 0 and 'no matches for kind "Foo" in version "example.com/v1"' in (
         res.stderr
     ), res.stderr
