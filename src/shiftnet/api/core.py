@@ -178,6 +178,14 @@ class ServicePort(Wire):
     target_port: int | str | None = None
     node_port: int | None = None
 
+    @model_validator(mode="after")
+    def _default_target_port(self) -> ServicePort:
+        """Kubernetes fills ``targetPort`` with ``port`` when it is unset, 0 or empty, so
+        ``-o yaml`` shows it as a real cluster does."""
+        if self.target_port in (None, "", 0):
+            self.target_port = self.port
+        return self
+
     @property
     def effective_target_port(self) -> int | str:
         """Kubernetes defaults targetPort to port."""

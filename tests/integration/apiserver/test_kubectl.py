@@ -77,7 +77,7 @@ def test_apply_creates_then_unchanged_then_configured(
     ports = api.json("get", "svc", "web")["spec"]["ports"]
     assert [(p["name"], p["port"], p.get("targetPort")) for p in ports] == [
         ("http", 80, 8081),
-        ("metrics", 9100, None),
+        ("metrics", 9100, 9100),  # targetPort defaults to port, as upstream
     ]
     # removing a port from the file removes it from the object
     svc.write_text(SERVICE.replace("  - {name: metrics, port: 9100}\n", ""))

@@ -240,7 +240,7 @@ def test_raw_protobuf_bad_input_is_refused_in_one_sentence_and_writes_nothing(
     assert warned.headers.get_list("Warning") == [
         '299 - "unknown field \\"spec.(protobuf field 42)\\""'
     ]
-    assert warned.json()["spec"]["ports"] == [{"port": 80, "protocol": "TCP"}]
+    assert warned.json()["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
     both = http.get(SERVICES, headers={"Accept": f"{PROTOBUF},application/json"})
     assert both.status_code == 200 and both.headers["Content-Type"].startswith("application/json")
 
