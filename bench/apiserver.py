@@ -6,11 +6,13 @@ kubeconfig and admin bearer token it writes, a free loopback port) is
 measured against the same kind of store used in-process through
 ``shiftnet.client.Client``:
 
-* **creates**: K Routes per round on each of three sides, the same number in
+* **creates**: K Routes per round on each of the sides, the same number in
   flight on each: through the API with the official client; through the API
   with ``Client.create`` over the ``kube://`` store (what shiftnet's remote
-  components use); and ``Client.create`` straight into a second fresh SQLite
-  store in this process. Rounds rotate which side goes first; creates/s,
+  components use); through the API from ``wrk`` for ``--wrk-seconds`` (a C
+  client that costs next to nothing: the server's own ceiling,
+  ``apiserver_wrk.py``); and ``Client.create`` straight into a second fresh
+  SQLite store in this process. Rounds rotate which side goes first; creates/s,
   p50/p99 latency and the CPU per create of the server and of the client
   (``/proc``), median over rounds, and each API side's rate over the store's
   in the same round;
@@ -62,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+from apiserver_wrk import wrk_creates
 from kubernetes.watch.watch import iter_resp_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,12 +289,17 @@ class CreateRound:
     cpu_ms_per_create: float  # the server's (API side) or this process's (store side)
     client_cpu_ms_per_create: float = 0.0
     switches_per_create: float = 0.0  # voluntary, of the same process's threads
+    percentiles_ms: tuple[float, float] | None = None  # p50, p99 as wrk reports them
 
     def summary(self) -> dict[str, float]:
+        p50, p99 = self.percentiles_ms or (
+            statistics.median(self.latencies) * 1000,
+            pct(self.latencies, 0.99) * 1000,
+        )
         return {
             "creates_per_s": round(self.count / self.seconds, 1),
-            "p50_ms": round(statistics.median(self.latencies) * 1000, 2),
-            "p99_ms": round(pct(self.latencies, 0.99) * 1000, 2),
+            "p50_ms": round(p50, 2),
+            "p99_ms": round(p99, 2),
             "cpu_ms_per_create": round(self.cpu_ms_per_create, 3),
             "client_cpu_ms_per_create": round(self.client_cpu_ms_per_create, 3),
             "switches_per_create": round(self.switches_per_create, 2),
@@ -340,7 +348,8 @@ async def store_creates(
     return time.perf_counter() - t0, latencies
 
 
-SIDES = ("api", "kube", "store")  # official client | Client over kube:// | Client over sqlite://
+# official client | Client over kube:// | wrk (C) | Client over sqlite://
+SIDES = ("api", "kube", "wrk", "store")
 
 
 def create_rounds(
@@ -363,6 +372,10 @@ def create_rounds(
             names = [f"{side}-{r}-{i}" for i in range(k)]
             watched = "self" if side == "store" else pid
             srv0, own0, sw0 = cpu_seconds(pid), own_cpu_seconds(), voluntary_switches(watched)
+            if side == "wrk":
+                rounds.append(wrk_round(server, args, r, pid))
+                print(f"  round {r + 1} {side:<5} {rounds[-1].summary()}", flush=True)
+                continue
             if side == "api":
                 secs, lat, _ = api_creates(api, CREATE_NS, names, args.concurrency)
             else:
@@ -378,6 +391,22 @@ def create_rounds(
                 )
             print(f"  round {r + 1} {side:<5} {rounds[-1].summary()}", flush=True)
     return rounds
+
+
+def wrk_round(server: Server, args: argparse.Namespace, r: int, pid: int) -> CreateRound:
+    """``wrk`` creating Routes for ``--wrk-seconds``, as many connections as creates in flight."""
+    token = (server.home / "apiserver" / "admin.token").read_text().strip()
+    srv0, sw0 = cpu_seconds(pid), voluntary_switches(pid)
+    run = wrk_creates(
+        server.url, token, CREATE_NS, f"wrk-{r}-", args.wrk_seconds, args.concurrency,
+        server.home.parent,
+    )  # fmt: skip
+    srv, switches = cpu_seconds(pid) - srv0, voluntary_switches(pid) - sw0
+    n = run.creates
+    return CreateRound(
+        "wrk", n, run.seconds, [], srv * 1000 / n, run.client_cpu_s * 1000 / n, switches / n,
+        (run.p50_ms, run.p99_ms),
+    )  # fmt: skip
 
 
 def median_round(rounds: list[CreateRound], side: str) -> dict[str, float]:
@@ -681,7 +710,8 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
             print(f"creates: {args.rounds} rounds x {args.creates} per side", flush=True)
             rounds = create_rounds(api, server, clients, runner, args)
             result["creates"] = {s: median_round(rounds, s) for s in args.sides}
-            for side, key in (("api", "paired_ratio"), ("kube", "kube_paired_ratio")):
+            pairs = (("api", "paired_ratio"), ("kube", "kube_paired_ratio"), ("wrk", "wrk_ratio"))
+            for side, key in pairs:
                 if side in args.sides:
                     result["creates"][key] = paired_ratio(rounds, side)
             result["creates"]["rounds"] = [{"side": r.side, **r.summary()} for r in rounds]
@@ -689,6 +719,7 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
                 return result
             # the API server's store holds the official client's and the kube side's creates
             made = sum(args.rounds * args.creates + len(warm[side]) for side in ("api", "kube"))
+            made += sum(r.count for r in rounds if r.side == "wrk")
             seed_count = args.routes - made - args.watch_creates
             if seed_count < 0:
                 raise RuntimeError("--routes is smaller than the routes the creates make")
@@ -729,6 +760,7 @@ def create_rows(
     for side, label, key in (
         ("api", "official client (threads)", "paired_ratio"),
         ("kube", "Client over kube://", "kube_paired_ratio"),
+        ("wrk", "wrk (C, 1 thread)", "wrk_ratio"),
     ):
         if side not in res["creates"]:
             continue
@@ -813,6 +845,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--creates", type=int, default=500, help="creates per side and round")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved create rounds (median)")
     ap.add_argument("--concurrency", type=int, default=8, help="creates in flight per side")
+    ap.add_argument("--wrk-seconds", type=int, default=2, help="how long wrk creates in each round")
     ap.add_argument("--list-rounds", type=int, default=5, help="interleaved list rounds (median)")
     ap.add_argument("--watchers", type=int, default=20)
     ap.add_argument("--watch-creates", type=int, default=1000)
@@ -831,7 +864,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--sides",
         default=",".join(SIDES),
-        help="with --creates-only: the create sides to run, of api,kube,store (store always)",
+        help="with --creates-only: the create sides to run, of api,kube,wrk,store (store always)",
     )
     ap.add_argument(
         "--server-profile",
@@ -857,7 +890,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--sides: unknown side(s) {', '.join(sorted(chosen - set(SIDES)))}")
     args.sides = [s for s in SIDES if s in chosen]
     if args.quick:
-        args.routes, args.creates, args.rounds = 1000, 100, 2
+        args.routes, args.creates, args.rounds, args.wrk_seconds = 1000, 100, 2, 1
         args.list_rounds, args.watch_creates = 3, 200
     return args
 
