@@ -213,7 +213,7 @@ class ServiceSpec(Wire):
     external_name: str | None = None
     session_affinity: str = "None"
     session_affinity_config: SessionAffinityConfig | None = None
-    publish_not_ready_addresses: bool = False
+    publish_not_ready_addresses: bool | None = None  # omitted when unset, as upstream
     # Where external traffic (node ports, external IPs, load-balancer addresses) and
     # cluster traffic may go: "Cluster" (any ready endpoint) or "Local" (this node's).
     external_traffic_policy: str | None = None

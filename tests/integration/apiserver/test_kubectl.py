@@ -74,7 +74,9 @@ def test_apply_creates_then_unchanged_then_configured(
     got = api.json("get", "route", "web")
     assert got["spec"]["host"] == "www.example.com"
     assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
-    ports = api.json("get", "svc", "web")["spec"]["ports"]
+    spec = api.json("get", "svc", "web")["spec"]
+    assert "publishNotReadyAddresses" not in spec  # false is left out, as upstream
+    ports = spec["ports"]
     assert [(p["name"], p["port"], p.get("targetPort")) for p in ports] == [
         ("http", 80, 8081),
         ("metrics", 9100, 9100),  # targetPort defaults to port, as upstream
