@@ -146,6 +146,32 @@ async def test_an_exact_path_gets_no_route_and_an_event_on_the_ingress(tmp_path,
         assert "Unsupported exact path type in rule at index 0, path index 2" in found[-1].message
 
 
+async def test_a_route_refused_by_validation_is_reported_once_across_resyncs(tmp_path) -> None:
+    """Each sync tries a freshly named Route; the reason names its host and path, not
+    that random name, so a resync meeting the same refusal records nothing new."""
+    async with running_master(f"sqlite:///{tmp_path}/store.db") as (master, client):
+        await client.create(service("web"))
+        shop = ingress([("/admin", "Prefix")])
+        shop.metadata.annotations = {"route.openshift.io/termination": "passthrough"}
+        await client.create(shop)
+        [event] = await eventually(lambda: incomplete(client), lambda e: len(e) == 1)
+        assert event.message == (
+            "Incomplete ingress to route rules detected: the route for host "
+            "'shop.example.com' path '/admin' is invalid: spec.path: Invalid value: "
+            '"/admin": passthrough termination does not support paths'
+        )
+        for name in ("other", "third"):  # a Service in the namespace requeues the Ingress
+            before = master.ingress_routes.queue.syncs
+            await client.create(service(name))
+            await eventually(
+                lambda: _async(master.ingress_routes.queue.syncs), lambda n, b=before: n > b
+            )
+            await master.ingress_routes.queue.wait_idle()
+        await master.events.flush()
+        [again] = await incomplete(client)
+        assert again.count == 1 and await routes(client) == []
+
+
 async def incomplete(client: Client) -> list[Event]:
     found = [
         e

@@ -210,7 +210,14 @@ class IngressToRouteController:
             except AlreadyExists:
                 continue
             except InvalidObject as exc:
-                return str(exc)  # e.g. a path on a passthrough route: Route validation says why
+                # e.g. a path on a passthrough route: Route validation says why. Named by its
+                # host and path, not the random name it was given, so a resync that meets the
+                # same refusal reports nothing new.
+                where = f"{exc.field}: " if exc.field else ""
+                return (
+                    f"the route for host {route.spec.host!r} path {route.spec.path!r} "
+                    f"is invalid: {where}{exc.message}"
+                )
             self._written("created", key, done)
             return None
         return f"no free name for a route of host {route.spec.host!r}"
