@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from shiftnet.api.base import Condition, Resource, Wire
 
 # ---------------------------------------------------------------- Namespace
+
+
+NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 class NamespaceSpec(Wire):
@@ -26,6 +29,15 @@ class Namespace(Resource):
 
     spec: NamespaceSpec = Field(default_factory=NamespaceSpec)
     status: NamespaceStatus = Field(default_factory=NamespaceStatus)
+
+    @model_validator(mode="after")
+    def _default_name_label(self) -> Namespace:
+        """Kubernetes labels every named Namespace ``kubernetes.io/metadata.name: <name>``
+        (and keeps it so), which namespace selectors rely on."""
+        if self.metadata.name:
+            self.metadata.labels = dict(self.metadata.labels or {})
+            self.metadata.labels[NAME_LABEL] = self.metadata.name
+        return self
 
 
 # ---------------------------------------------------------------- Pod
@@ -213,7 +225,7 @@ class ServiceSpec(Wire):
     external_name: str | None = None
     session_affinity: str = "None"
     session_affinity_config: SessionAffinityConfig | None = None
-    publish_not_ready_addresses: bool | None = None  # omitted when unset, as upstream
+    publish_not_ready_addresses: bool | None = None
     # Where external traffic (node ports, external IPs, load-balancer addresses) and
     # cluster traffic may go: "Cluster" (any ready endpoint) or "Local" (this node's).
     external_traffic_policy: str | None = None
@@ -222,6 +234,12 @@ class ServiceSpec(Wire):
     allocate_load_balancer_node_ports: bool | None = None
     load_balancer_ip: str | None = Field(default=None, alias="loadBalancerIP")
     load_balancer_class: str | None = None
+
+    @field_validator("publish_not_ready_addresses")
+    @classmethod
+    def _false_is_unset(cls, value: bool | None) -> bool | None:
+        """Left out when false, as Kubernetes' JSON leaves a false ``omitempty`` bool."""
+        return value or None
 
     @model_validator(mode="after")
     def _default_affinity_config(self) -> ServiceSpec:

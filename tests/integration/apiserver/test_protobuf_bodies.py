@@ -87,11 +87,13 @@ def test_kubectl_create_namespace(api: APIServerProcess, rec: Recorded) -> None:
     assert ns["metadata"]["name"] == "shop"
     assert set(ns["metadata"]) == {
         "name",
+        "labels",
         "uid",
         "resourceVersion",
         "creationTimestamp",
         "generation",
     }
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "shop"}
     assert ns["status"] == {"phase": "Active"}
 
     code, _, err, _ = rec.kubectl("create", "namespace", "shop")
@@ -114,7 +116,6 @@ def test_kubectl_create_service_of_each_type(api: APIServerProcess, rec: Recorde
     assert svc["metadata"]["namespace"] == "default"
     assert svc["spec"] == {
         "ports": [{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}],
-        "publishNotReadyAddresses": False,
         "selector": {"app": "web"},
         "sessionAffinity": "None",
         "type": "ClusterIP",
