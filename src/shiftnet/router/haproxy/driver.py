@@ -23,11 +23,13 @@ A refused check is also handed to :attr:`HAProxyDriver.on_rejected`: the router
 then finds the routes HAProxy refuses (:meth:`HAProxyDriver.check_files` in a
 scratch directory, ``isolation.py``) and applies the others.
 
-A runtime batch HAProxy refuses partway (a certificate it will not commit)
-leaves the commands before the refused one applied (and, in a ``;``-joined
-chunk, the rest of that chunk too): what HAProxy serves is then neither the
-old picture nor the new one, so the driver forgets its picture and plans
-nothing through the runtime API until a reload has made a fresh one.
+A route certificate OpenSSL will not load (``cert_load.py``) is never sent:
+that change goes by the checked reload. A runtime batch HAProxy refuses
+partway all the same leaves the commands before the refused one applied
+(and, in a ``;``-joined chunk, the rest of that chunk too): what HAProxy
+serves is then neither the old picture nor the new one, so the driver
+forgets its picture and plans nothing through the runtime API until a
+reload has made a fresh one.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pathlib import Path
 
 from shiftnet.router import metrics
 from shiftnet.router.haproxy import identity
+from shiftnet.router.haproxy.cert_load import unloadable
 from shiftnet.router.haproxy.description import Backend, Description
 from shiftnet.router.haproxy.files import read_file_set, write_file_set
 from shiftnet.router.haproxy.live import Fallback, LiveState, backend_commands, plan, served_as
@@ -285,6 +288,12 @@ class HAProxyDriver:
             return False
         if not self.process.alive():
             return False
+        if outcome.state.files is not live.files:
+            bad = await asyncio.to_thread(unloadable, live.files, description.files)
+            if bad:  # HAProxy would refuse it partway, disturbing other routes' connections
+                log.info("certificate OpenSSL will not load, reloading instead files=%s", bad[:5])
+                self._fallback("certificate")
+                return False
         for reason in sorted(outcome.deferred.values()):
             self._fallback(reason)
         self._urgent = bool(outcome.deferred)  # some route waits for the reload
