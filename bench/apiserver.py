@@ -73,6 +73,7 @@ GROUP, VERSION, PLURAL = "route.openshift.io", "v1", "routes"
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io"
 CREATE_NS = "bench-create"
 WATCH_NS = "bench-watch"
+WRK_NS = "bench-wrk"  # wrk makes as many as it can in its time: deleted after the rounds
 SEED_NAMESPACES = 10
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -398,7 +399,7 @@ def wrk_round(server: Server, args: argparse.Namespace, r: int, pid: int) -> Cre
     token = (server.home / "apiserver" / "admin.token").read_text().strip()
     srv0, sw0 = cpu_seconds(pid), voluntary_switches(pid)
     run = wrk_creates(
-        server.url, token, CREATE_NS, f"wrk-{r}-", args.wrk_seconds, args.concurrency,
+        server.url, token, WRK_NS, f"wrk-{r}-", args.wrk_seconds, args.concurrency,
         server.home.parent,
     )  # fmt: skip
     srv, switches = cpu_seconds(pid) - srv0, voluntary_switches(pid) - sw0
@@ -696,7 +697,7 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
         kube_store = open_store(f"kube://{server.kubeconfig}")
         clients = {"store": Client(side_store), "kube": Client(kube_store)}
         try:
-            for ns in (CREATE_NS, WATCH_NS):
+            for ns in (CREATE_NS, WATCH_NS, WRK_NS):
                 api.core.create_namespace(namespace_body(ns))
             runner.run(clients["store"].create(Namespace.model_validate(namespace_body(CREATE_NS))))
             # open the pools' connections (TLS handshakes) and load lazily imported code
@@ -718,8 +719,10 @@ def run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, An
             if args.creates_only:
                 return result
             # the API server's store holds the official client's and the kube side's creates
+            api.objects.delete_collection_namespaced_custom_object(
+                GROUP, VERSION, WRK_NS, PLURAL, _request_timeout=600
+            )
             made = sum(args.rounds * args.creates + len(warm[side]) for side in ("api", "kube"))
-            made += sum(r.count for r in rounds if r.side == "wrk")
             seed_count = args.routes - made - args.watch_creates
             if seed_count < 0:
                 raise RuntimeError("--routes is smaller than the routes the creates make")
