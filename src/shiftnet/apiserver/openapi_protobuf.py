@@ -373,13 +373,22 @@ def _json_reference(value: object) -> _Message:
     return _fields("reference", {"$ref": _s(1), "description": _s(2)}, None)(value)
 
 
-def _parameters_item(value: object) -> _Message:
-    out = _Message()
-    if "$ref" in _mapping(value, "parameter"):
-        out.message(2, _json_reference(value))
-    else:
-        out.message(1, _parameter(value))
-    return out
+def _or_reference(what: str, writer: Callable[[object], _Message]) -> Callable[[object], _Message]:
+    """gnostic's ``ParametersItem``/``ResponseValue``: the thing in field 1, or a JSON
+    reference to one (``$ref``) in field 2."""
+
+    def write(value: object) -> _Message:
+        out = _Message()
+        if "$ref" in _mapping(value, what):
+            out.message(2, _json_reference(value))
+        else:
+            out.message(1, writer(value))
+        return out
+
+    return write
+
+
+_parameters_item = _or_reference("parameter", _parameter)
 
 
 def _schema_item(value: object) -> _Message:
@@ -389,15 +398,7 @@ def _schema_item(value: object) -> _Message:
 
 
 _RESPONSE = _fields("response", {"description": _s(1), "schema": _m(2, _schema_item)}, 5)
-
-
-def _response_value(value: object) -> _Message:
-    out = _Message()
-    if "$ref" in _mapping(value, "response"):
-        out.message(2, _json_reference(value))
-    else:
-        out.message(1, _RESPONSE(value))
-    return out
+_response_value = _or_reference("response", _RESPONSE)
 
 
 def _responses(value: object) -> _Message:
