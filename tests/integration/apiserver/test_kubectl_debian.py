@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from tests.support.apiserver import APIServerProcess
 
+from shiftnet.sdn.pods import log_dir
+
 pytestmark = pytest.mark.integration
 
 DEBIAN_KUBECTL = Path(sys.prefix) / "debian-kubectl" / "usr" / "bin" / "kubectl"
@@ -38,6 +40,17 @@ spec:
   ports:
   - {name: http, port: 80, targetPort: 8080}
   - {name: https, port: 443, targetPort: TARGET}
+"""
+
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: talker}
+spec:
+  nodeName: n1
+  containers:
+  - {name: main, image: none, command: ["true"]}
 """
 
 
@@ -129,3 +142,38 @@ def test_strategic_merge_apply_of_a_service_and_a_stale_replace(
     ok(api, "delete", "-f", str(service))
     gone = kubectl(api, "get", "service", "web")
     assert gone.returncode != 0 and 'services "web" not found' in gone.stderr
+
+
+def test_discovery_selectors_watch_and_logs_with_kubectl_1_20(
+    api: APIServerProcess, tmp_path: Path
+) -> None:
+    resources = ok(api, "api-resources", "--api-group=route.openshift.io").splitlines()
+    assert resources[1].split() == ["routes", "route.openshift.io/v1", "true", "Route"]
+    assert "svc" in ok(api, "api-resources").split()
+    route = tmp_path / "route.yaml"
+    route.write_text(ROUTE.replace("HOST", "web.example.com"))
+    ok(api, "apply", "-f", str(route))
+    watcher = subprocess.Popen(
+        [str(DEBIAN_KUBECTL), "get", "routes", "-w", "-o", "name", "--request-timeout=0"],
+        env=api.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline().strip() == "route.route.openshift.io/web"
+        ok(api, "label", "route", "web", "tier=front")
+        assert watcher.stdout.readline().strip() == "route.route.openshift.io/web"
+    finally:
+        watcher.kill()
+        watcher.wait(timeout=10)
+    assert ok(api, "get", "routes", "-l", "tier=front", "-o", "name").split() == [
+        "route.route.openshift.io/web"
+    ]
+    assert ok(api, "get", "routes", "-l", "tier=back", "-o", "name") == ""
+
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(POD)
+    ok(api, "create", "-f", str(pod))
+    path = log_dir(api.home / "nodes" / "n1", "default", "talker") / "main.log"
+    path.parent.mkdir(parents=True)
+    path.write_text("one\ntwo\nthree\n")
+    assert ok(api, "logs", "talker", "--tail=2") == "two\nthree\n"
