@@ -165,6 +165,14 @@ PB = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
         ("application/json;q=0", None),
         ("application/yaml, application/vnd.kubernetes.protobuf", None),
         ("text/html, */*;q=0.1", JSON),
+        # hostile or broken headers: a weight that is no number takes nothing
+        ("application/json;q=abc", None),
+        ("application/json;q=2", None),
+        (";;;,,,", None),
+        ("*", None),
+        ("/", None),
+        ("application/" + "x" * 10_000, None),
+        ("\x00application/json", None),
     ],
 )  # fmt: skip
 def test_negotiation(accept: str, answer: str | None) -> None:
