@@ -34,8 +34,8 @@ from shiftnet.apiserver.fanout import WatchFanout
 from shiftnet.apiserver.fieldselectors import parse_field_selector
 from shiftnet.apiserver.fieldvalidation import FieldCheck, parse_directive, warning_header
 from shiftnet.apiserver.managed_fields import Ownership
-from shiftnet.apiserver.openapi_accept import PROTOBUF, negotiate_v2
-from shiftnet.apiserver.openapi_protobuf import encode_document
+from shiftnet.apiserver.openapi_accept import JSON, PROTOBUF, negotiate_v2
+from shiftnet.apiserver.openapi_protobuf import MEDIA_TYPE, encode_document
 from shiftnet.apiserver.ownership import field_manager, parse_force, update_ownership
 from shiftnet.apiserver.paging import parse_limit
 from shiftnet.apiserver.patching import patch_function
@@ -180,8 +180,7 @@ class ResourceAPI:
     async def openapi_v2(self, request: web.Request) -> web.Response:
         answer = negotiate_v2(request.headers.get("Accept", ""))
         if answer is None:
-            offered = "application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-            raise StatusError(406, "NotAcceptable", f"only {offered} are served")
+            raise StatusError(406, "NotAcceptable", f"only {JSON}, {MEDIA_TYPE} are served")
         if answer == PROTOBUF:
             response = web.Response(body=_v2_protobuf(), headers={"Content-Type": PROTOBUF})
         else:

@@ -107,13 +107,6 @@ def _named(name: str, value: _Message) -> _Message:
     return out
 
 
-def _anys(out: _Message, number: int, values: object) -> None:
-    if not isinstance(values, list):
-        raise ValueError(f"field {number}: expected a list, got {values!r}")
-    for value in values:
-        out.message(number, _any(value))
-
-
 def _mapping(value: object, what: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ValueError(f"{what}: expected an object, got {value!r}")
@@ -125,24 +118,20 @@ Writer = Callable[[_Message, object], None]
 
 def _fields(
     what: str, table: Mapping[str, Writer], extensions: int | None
-) -> Callable[..., _Message]:
+) -> Callable[[object], _Message]:
     """A message writer from a table of JSON key -> how to write it; ``x-`` keys
     go to the message's vendor extensions (field ``extensions``)."""
 
     def write(value: object) -> _Message:
         out = _Message()
-        later: list[tuple[str, object]] = []
         for key, item in _mapping(value, what).items():
             writer = table.get(key)
             if writer is not None:
                 writer(out, item)
             elif key.startswith("x-") and extensions is not None:
-                later.append((key, item))
+                out.message(extensions, _named(key, _any(item)))
             else:
                 raise ValueError(f"{what}: no protobuf field for {key!r}")
-        if extensions is not None:
-            for key, item in later:
-                out.message(extensions, _named(key, _any(item)))
         return out
 
     return write
@@ -168,14 +157,6 @@ def _d(n: int) -> Writer:
     return lambda out, v: out.double(n, v)
 
 
-def _a(n: int) -> Writer:
-    return lambda out, v: out.message(n, _any(v))
-
-
-def _as(n: int) -> Writer:
-    return lambda out, v: _anys(out, n, v)
-
-
 def _m(n: int, writer: Callable[[object], _Message]) -> Writer:
     return lambda out, v: out.message(n, writer(v))
 
@@ -188,6 +169,15 @@ def _each(n: int, writer: Callable[[object], _Message]) -> Writer:
             out.message(n, writer(value))
 
     return write
+
+
+def _a(n: int) -> Writer:
+    """A free-shaped value: gnostic's ``Any``."""
+    return _m(n, _any)
+
+
+def _as(n: int) -> Writer:
+    return _each(n, _any)
 
 
 def _map(n: int, writer: Callable[[object], _Message], what: str) -> Writer:
