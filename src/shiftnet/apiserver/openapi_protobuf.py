@@ -391,16 +391,25 @@ _RESPONSE = _fields("response", {"description": _s(1), "schema": _m(2, _schema_i
 _response_value = _or_reference("response", _RESPONSE)
 
 
-def _responses(value: object) -> _Message:
-    out = _Message()
-    for code, item in _mapping(value, "responses").items():
-        if code.startswith("x-"):
-            out.message(2, _named(code, _any(item)))
-        else:
-            out.message(1, _named(code, _response_value(item)))
-    return out
+def _entries(
+    what: str, field: int, extensions: int, writer: Callable[[object], _Message]
+) -> Callable[[object], _Message]:
+    """gnostic's ``Responses``/``Paths``: a JSON object whose named entries repeat in
+    ``field`` and whose ``x-`` keys repeat in ``extensions``."""
+
+    def write(value: object) -> _Message:
+        out = _Message()
+        for name, item in _mapping(value, what).items():
+            if name.startswith("x-"):
+                out.message(extensions, _named(name, _any(item)))
+            else:
+                out.message(field, _named(name, writer(item)))
+        return out
+
+    return write
 
 
+_responses = _entries("responses", 1, 2, _response_value)
 _EXTERNAL_DOCS = _fields("externalDocs", {"description": _s(1), "url": _s(2)}, 3)
 
 _OPERATION = _fields(
@@ -438,14 +447,7 @@ _PATH_ITEM = _fields(
 )
 
 
-def _paths(value: object) -> _Message:
-    out = _Message()
-    for path, item in _mapping(value, "paths").items():
-        if path.startswith("x-"):
-            out.message(1, _named(path, _any(item)))
-        else:
-            out.message(2, _named(path, _PATH_ITEM(item)))
-    return out
+_paths = _entries("paths", 2, 1, _PATH_ITEM)
 
 
 _INFO = _fields(
