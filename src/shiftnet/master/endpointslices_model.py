@@ -263,6 +263,29 @@ def plan_slices(
                 plan.update.append(placeholder)
         else:
             plan.create.append(placeholder)
+    _take_over_deleted(plan, {s.name: s for s in mine})
     plan.delete.sort()
     plan.update.sort(key=lambda s: s.name)
     return plan
+
+
+def _take_over_deleted(plan: SlicePlan, by_name: dict[str, EndpointSlice]) -> None:
+    """As upstream's reconciler finalizes: a slice to create takes over a slice to delete
+    of its address type (its name and identity), one update instead of a create and a
+    delete, so readers never see the old slice beside its replacement."""
+    creates: list[EndpointSlice] = []
+    for new in plan.create:
+        old = next(
+            (by_name[n] for n in plan.delete if by_name[n].address_type == new.address_type),
+            None,
+        )
+        if old is None:
+            creates.append(new)
+            continue
+        plan.delete.remove(old.name)
+        meta = old.metadata.model_copy(deep=True)
+        meta.labels = new.metadata.labels
+        meta.owner_references = new.metadata.owner_references
+        new.metadata = meta
+        plan.update.append(new)
+    plan.create = creates
