@@ -180,10 +180,15 @@ def _place(info: ResourceInfo, obj: Resource, namespace: str | None) -> None:
     obj.metadata.namespace = namespace
 
 
+# Kinds whose create keeps the status sent, as upstream's node strategy: a kubelet
+# registers its Node with its addresses and conditions in one write.
+STATUS_KEPT_ON_CREATE = frozenset({"Node"})
+
+
 def _reset_status(obj: Resource) -> None:
     """The kind's empty status in place of the one sent (parsed already, so no second parse)."""
     field = type(obj).model_fields.get("status")
-    if field is None:
+    if field is None or obj.KIND in STATUS_KEPT_ON_CREATE:
         return
     # the factory itself: FieldInfo.get_default inspects its signature on every call
     factory = cast(Callable[[], Any] | None, field.default_factory)
@@ -274,7 +279,7 @@ class Verbs:
         _place(info, obj, namespace)
         await self.namespaces.admit_create(info, obj.metadata.namespace, obj.metadata.name)
         # As upstream's create: the status sent is decoded (a badly shaped one is
-        # refused) and then reset; no server identity from the client.
+        # refused) and then reset, a Node's excepted; no server identity from the client.
         _reset_status(obj)
         for field in ("uid", "resource_version", "creation_timestamp", "generation"):
             setattr(obj.metadata, field, None)

@@ -445,3 +445,18 @@ def test_create_resets_the_status_sent_and_refuses_a_badly_shaped_one(
     )
     assert strict.status_code == 400 and "status.x" in strict.json()["message"], strict.text
     assert revision(api) == before
+
+
+def test_a_node_is_created_with_the_status_its_agent_sends(http: httpx.Client) -> None:
+    # As upstream's node strategy: a kubelet registers addresses and conditions in one
+    # write, so no reader ever sees its Node without a status.
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+    status = {"addresses": [{"type": "InternalIP", "address": "127.0.0.9"}], "conditions": [ready]}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": status}
+    made = http.post("/api/v1/nodes", json=node)
+    assert made.status_code == 201, made.text
+    for got in (made.json(), http.get("/api/v1/nodes/n1").json()):
+        assert got["status"]["addresses"] == status["addresses"]
+        assert [c["reason"] for c in got["status"]["conditions"]] == ["KubeletReady"]
+    bad = http.post("/api/v1/nodes", json={**node, "metadata": {"name": "n2"}, "status": "x"})
+    assert bad.status_code in (400, 422) and "status" in bad.json()["message"], bad.text
