@@ -186,6 +186,29 @@ async def test_deleted_loaded_route_and_spares_exhausted(slow_reload_env: Router
         assert after is not None and after > fallbacks
 
 
+async def test_routes_created_before_their_pods_are_served_without_a_reload(
+    slow_reload_env: RouterEnv,
+) -> None:
+    # Routes without pods each take a spare of their own (four here) or wait; when the
+    # pods come, the five on one Service share one backend, and the spares they leave
+    # serve the route alone in the same change, not at the next reload.
+    env = slow_reload_env
+    shared = ("a", "b", "c", "d", "f")
+    with backends("p-1", "u-1") as (p1, u1):
+        await env.apply(namespace("demo"), service("demo", "s"), service("demo", "us"))
+        for name in shared:
+            await env.apply(route("demo", name, f"{name}.example.com", "s"))
+        await env.apply(route("demo", "solo", "solo.example.com", "us"))
+        await env.eventually(lambda: _true(len(env.router.driver.aliases) == 4))
+        before = await _reloads(env)
+        await env.apply(endpoints("demo", "s", [p1]), endpoints("demo", "us", [u1]))
+        await env.eventually(lambda: _served_by(env, "solo.example.com", "/", "u-1"))
+        for name in shared:
+            assert (await env.get(f"{name}.example.com")).backend == "p-1", name
+        assert await _reloads(env) == before
+        assert sorted(env.router.driver.aliases) == ["be_http:demo:a", "be_http:demo:solo"]
+
+
 async def test_one_pod_to_two_without_reload(slow_reload_env: RouterEnv) -> None:
     env = slow_reload_env
     ann = {

@@ -80,6 +80,31 @@ def test_deleted_alias_frees_its_spare_and_deleted_loaded_route_goes_to_maintena
     assert p2.state.backends["be_spare_http:0"] == files([]).backends["be_spare_http:0"]
 
 
+def test_a_spare_freed_in_a_change_serves_a_route_of_that_change_in_a_second_step() -> None:
+    live = LiveState.of(files([f.route("a")]))
+    both = ok(plan(live, files([f.route("a"), f.route("b"), f.route("c", service="other")])))
+    spares = {"be_http:ns:b": "be_spare_http:0", "be_http:ns:c": "be_spare_http:1"}
+    assert both.state.aliases == spares
+    # b leaves its spare as d and e arrive: d takes b's spare in the same change, e waits.
+    wanted = files([f.route(n, service="other") for n in ("a", "c", "d", "e")])
+    p = ok(plan(both.state, wanted))
+    spares = {"be_http:ns:c": "be_spare_http:1", "be_http:ns:d": "be_spare_http:0"}
+    assert p.state.aliases == spares
+    assert p.deferred == {"be_http:ns:e": "no-spare"}
+    # Spare 0 is emptied and b's entry gone before the spare gets d's pods and entry.
+    spare0 = [(i, c) for i, c in enumerate(p.commands) if "be_spare_http:0/" in c]
+    emptied = next(i for i, c in spare0 if c.endswith("state maint"))
+    b_gone = p.commands.index("del map os_http_prefix.map b.example.com/")
+    refilled = next(i for i, c in spare0 if "addr 10.0.0." in c)
+    d_added = p.commands.index("add map os_http_prefix.map d.example.com/ be_spare_http:0")
+    assert max(emptied, b_gone) < refilled < d_added
+    # Nothing is freed when nothing leaves a spare: the change is one step.
+    more = files([f.route(n, service="other") for n in ("a", "c", "d", "e", "g")])
+    again = ok(plan(p.state, more))
+    assert again.state.aliases == p.state.aliases
+    assert again.deferred == {"be_http:ns:e": "no-spare", "be_http:ns:g": "no-spare"}
+
+
 def test_endpoint_change_is_clean_and_one_to_two_members_needs_no_reload() -> None:
     live = LiveState.of(files([f.route("a")]))
     two = [f.endpoints("svc", ["10.0.0.1", "10.0.0.2"])]

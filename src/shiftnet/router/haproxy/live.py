@@ -172,7 +172,32 @@ def map_commands(map_ref: str, old: Mapping[str, str], new: Mapping[str, str]) -
 
 
 def plan(live: LiveState, wanted: Description) -> Plan | Fallback:
-    """The runtime commands that make HAProxy serve ``wanted``, or why a reload is needed."""
+    """The runtime commands that make HAProxy serve ``wanted``, or why a reload is needed.
+
+    A spare a route leaves (deleted, or joined to a shared backend) is not
+    given to another route in the same step: between its ``set server`` and
+    the map edits, the old route's entries would still name it and reach the
+    new route's pods. When a route waits for want of a spare while the step
+    frees some, a second step follows in the same command list: the first has
+    emptied those spares and moved every entry off them, so they are free. So
+    routes whose pods arrive after them (several sharing one backend by then)
+    are served at once, not at the next reload.
+    """
+    first = _plan_step(live, wanted)
+    if isinstance(first, Fallback) or "no-spare" not in first.deferred.values():
+        return first
+    if not set(live.aliases.values()) - set(first.state.aliases.values()):
+        return first  # no spare freed: a second step would find none either
+    second = _plan_step(first.state, wanted)
+    if isinstance(second, Fallback):
+        return first
+    return Plan(
+        commands=first.commands + second.commands, state=second.state, deferred=second.deferred
+    )
+
+
+def _plan_step(live: LiveState, wanted: Description) -> Plan | Fallback:
+    """One step of :func:`plan`: spares freed here are not yet taken."""
     if set(wanted.maps) != set(live.maps):
         return Fallback("files")
     try:
