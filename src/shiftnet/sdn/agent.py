@@ -211,9 +211,9 @@ class NodeAgent:
         except AlreadyExists:
             pass
         except Conflict:
-            # a server that drops the status sent with a create gets it in a second write,
-            # and someone (the master) changed the new Node in between: the Node exists,
-            # so refresh it like an old one, keeping what they wrote
+            # a server that drops or alters the status sent with a create gets it in a
+            # second write, and someone (the master) changed the new Node in between: the
+            # Node exists, so refresh it like an old one, keeping what they wrote
             log.info("node written during registration, refreshing node=%s", self.name)
 
         def refresh(n: Node) -> Node:
