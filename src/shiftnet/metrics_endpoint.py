@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.registry import Collector
 
+from shiftnet.api.names import is_digits
 from shiftnet.errors import ConfigError
 from shiftnet.free_ports import free_port_avoiding
 
@@ -27,7 +28,7 @@ LOOPBACK = "127.0.0.1"
 def metrics_address(text: str) -> tuple[str, int]:
     """``--metrics-listen ADDR:PORT`` (``:PORT`` means 127.0.0.1; port 0: any free one)."""
     host, _, port = text.rpartition(":")
-    number = int(port) if port.isdigit() else -1
+    number = int(port) if is_digits(port) else -1
     if not 0 <= number < 65536:
         raise ConfigError(f"--metrics-listen={text!r} is invalid: must be ADDR:PORT")
     host = host.strip("[]")

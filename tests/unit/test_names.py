@@ -151,3 +151,22 @@ def test_a_trailing_newline_is_not_a_valid_name(check: object) -> None:
     assert check("abc\n")  # type: ignore[operator]
     assert check("abc.example.com\n")  # type: ignore[operator]
     assert not check("abc")  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("text", "digits"),
+    [
+        ("0", True),
+        ("8080", True),
+        ("", False),
+        ("-1", False),
+        ("8080 ", False),
+        ("\u00b2", False),  # superscript two: str.isdigit says yes, int() refuses
+        ("8\u00b2", False),
+        ("\u0663", False),  # Arabic-Indic three: int() reads it as 3
+        ("\uff18\uff10", False),  # fullwidth "80"
+        ("1_000", False),  # int() takes the underscore
+    ],
+)
+def test_is_digits_takes_ascii_digits_only(text: str, digits: bool) -> None:
+    assert names.is_digits(text) is digits

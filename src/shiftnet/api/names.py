@@ -27,6 +27,7 @@ __all__ = [
     "hostname_errors",
     "ip_errors",
     "ipv4_errors",
+    "is_digits",
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
@@ -230,6 +231,13 @@ def port_name_errors(value: str) -> list[str]:
     if value and not _PORT_NAME_LETTER_RE.search(value):
         errs.append("must contain at least one letter (a-z)")
     return errs
+
+
+def is_digits(text: str) -> bool:
+    """``text`` is one or more ASCII digits: a number as Kubernetes and every config
+    language here write one. ``str.isdigit`` alone also takes ``'²'``, which ``int``
+    refuses, and ``'٣'``, which ``int`` reads as 3."""
+    return text.isascii() and text.isdigit()
 
 
 def port_number_errors(port: int) -> list[str]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from shiftnet.api.names import is_digits
 from shiftnet.errors import ConfigError
 
 # Kubernetes' own port, on loopback only: nothing listens beyond this machine
@@ -26,7 +27,7 @@ def parse_listen(text: str) -> tuple[str, int]:
         host, sep, port_text = value[1:].partition("]:")
     else:
         host, sep, port_text = value.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+    if not sep or not is_digits(port_text) or int(port_text) > 65535:
         raise ConfigError(
             f"API listen address {text!r} must look like ADDR:PORT, e.g. {DEFAULT_LISTEN}"
         )

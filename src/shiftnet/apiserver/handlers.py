@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from shiftnet.api.names import is_digits
 from shiftnet.api.selectors import parse_selector
 from shiftnet.apiserver import discovery, openapi, tables
 from shiftnet.apiserver.apply_shapes import shape_for
@@ -456,7 +457,7 @@ def _grace_period(request: web.Request, options: dict[str, Any]) -> int | None:
     value = options.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
     if value is None:
         return None
-    if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
+    if isinstance(value, bool) or not is_digits(str(value).removeprefix("-")):
         raise bad_request(
             f"gracePeriodSeconds: Invalid value: {str(value)[:40]!r}: must be an integer"
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shiftnet.api.base import Resource
+from shiftnet.api.names import is_digits
 from shiftnet.apiserver.merge_keys import EMPTY, MergeList, Struct, strategy_for
 from shiftnet.errors import InvalidPatch, PatchNotApplicable
 
@@ -65,7 +66,7 @@ def _pointer(text: Any, where: str) -> list[str]:
 def _index(token: str, size: int, *, allow_end: bool, where: str, path: str) -> int:
     if token == "-" and allow_end:
         return size
-    if not token.isdigit() or (len(token) > 1 and token[0] == "0") or not token.isascii():
+    if not is_digits(token) or (len(token) > 1 and token[0] == "0"):
         raise PatchNotApplicable(f'{where}: "{token}" in "{path}" is not an index of the list')
     index = int(token)
     if index > size or (index == size and not allow_end):

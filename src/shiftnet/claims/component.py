@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from shiftnet.api import ClusterNetwork
+from shiftnet.api.names import is_digits
 from shiftnet.claims import probe
 from shiftnet.claims.picking import Decision, PortUser, Request, describe, resolve
 from shiftnet.claims.registry import RECORD_NAME, locked_registry, read_record, registry_dir
@@ -38,7 +39,7 @@ UDP_ROLES = frozenset({"dns"})
 
 def _port(env: str, text: str) -> int:
     value = text.strip()
-    if not value.isdigit() or int(value) > 65535:
+    if not is_digits(value) or int(value) > 65535:
         raise ConfigError(f"{env}={text!r} is invalid: must be a port number between 0 and 65535")
     return int(value)
 

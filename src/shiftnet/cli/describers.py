@@ -26,6 +26,7 @@ from shiftnet.api import (
     Service,
 )
 from shiftnet.api.ingress import IngressBackend
+from shiftnet.api.names import is_digits
 from shiftnet.cli.printing import age, or_none, parse_timestamp
 from shiftnet.cli.tables import cluster_networks_column, node_status, pod_status, service_ports
 
@@ -116,7 +117,7 @@ def route_endpoints(route: Route, endpoints: Endpoints | None, limit: int = 10) 
     for subset in endpoints.subsets:
         for port in subset.ports:
             if want is not None and not (
-                (isinstance(want, str) and not want.isdigit() and port.name == want)
+                (isinstance(want, str) and not is_digits(want) and port.name == want)
                 or str(port.port) == str(want)
             ):
                 continue

@@ -12,6 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from shiftnet.api.names import is_digits
 from shiftnet.cli.runtime import metrics_address, run_async, serve_metrics
 from shiftnet.sdn.config import NETWORK_MODES, NodeConfig, default_node_name
 
@@ -99,7 +100,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
             host = str(ipaddress.ip_address(host))
         except ValueError:
             port = ""
-        if not port.isdigit() or not 0 < int(port) < 65536:
+        if not is_digits(port) or not 0 < int(port) < 65536:
             raise InvalidInput(f'--dns "{args.dns}" must look like ADDR[:PORT] (an IP address)')
         dns = (host, int(port))
     extra = {"host_ip": args.host_ip} if args.host_ip else {}

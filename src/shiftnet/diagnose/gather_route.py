@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from shiftnet.api import Endpoints, Event, Namespace, Pod, Route, Service
+from shiftnet.api.names import is_digits
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
 from shiftnet.diagnose.access_entry import marked_path
@@ -61,7 +62,7 @@ def parse_resolve(text: str | None, target: ClientTarget) -> ClientTarget:
         return target
     host, sep, rest = text.partition(":")
     port, sep2, address = rest.partition(":")
-    if not sep or not sep2 or not port.isdigit() or not address:
+    if not sep or not sep2 or not is_digits(port) or not address:
         raise InvalidInput(f"--resolve {shorten(text)!r} is invalid: expected HOST:PORT:ADDR")
     if host.lower() != target.host:
         return target
@@ -131,7 +132,7 @@ async def _service(client: Client, route: Route, name: str) -> BackendService:
         pods = await pod_views(client, ns, text)
     endpoints = await client.try_get(Endpoints, ns, name)
     target = route.spec.port.target_port if route.spec.port is not None else None
-    if isinstance(target, str) and target.isdigit():
+    if isinstance(target, str) and is_digits(target):
         target = int(target)
     members = resolve_members(pool_from_endpoints(ns, name, endpoints), target, svc)
     errors = await asyncio.gather(*(probes.connect(m.ip, m.port) for m in members))

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from shiftnet.api import Endpoints, Service
+from shiftnet.api.names import is_digits
 from shiftnet.client import Client
 from shiftnet.diagnose import probes
 from shiftnet.diagnose.gather_route import pod_views
@@ -29,7 +30,7 @@ def dns_server(state_dir: Path, given: str | None) -> tuple[str, int] | None:
     """``--dns ADDR:PORT``, else the port the state directory's cluster claimed for its DNS."""
     if given:
         host, sep, port = given.rpartition(":")
-        if not sep or not port.isdigit():
+        if not sep or not is_digits(port):
             raise InvalidInput(f"--dns {shorten(given)!r} is invalid: expected ADDR:PORT")
         return host.strip("[]") or "127.0.0.1", int(port)
     try:

@@ -18,6 +18,7 @@ import json
 import shlex
 from dataclasses import dataclass
 
+from shiftnet.api.names import is_digits
 from shiftnet.diagnose.proxy_record import ProxyRecord
 
 PROTO_NUMBERS = {6: "tcp", 17: "udp"}
@@ -134,7 +135,7 @@ def nft_port_rules(
     if table.chains[target] == 0:
         return PortRules(port, False, f"map {services} sends {text} to chain {target}: it is empty")
     spread = target.removeprefix("spread-")
-    if spread != target and spread.isdigit():
+    if spread != target and is_digits(spread):
         n = int(spread)
         emap = _live(table, record.endpoints_maps.get(proto, ""), record.map_suffixes)
         have = {k[2] for k, _ in table.maps.get(emap, ()) if k[:2] == (ip, port) and len(k) == 3}

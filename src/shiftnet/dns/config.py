@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from shiftnet.api.names import is_digits
 from shiftnet.dns.names import is_dns1123_subdomain
 from shiftnet.dns.podrecords import POD_MODES
 from shiftnet.dns.upstream import parse_upstream
@@ -54,7 +55,7 @@ def parse_listen(text: str) -> tuple[str, int]:
         host, sep, port_text = value[1:].partition("]:")
     else:
         host, sep, port_text = value.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+    if not sep or not is_digits(port_text) or int(port_text) > 65535:
         raise ConfigError(
             f"listen address {text!r} must look like ADDR:PORT, e.g. {DEFAULT_LISTEN}"
         )
@@ -142,7 +143,7 @@ class DNSConfig:
         host, port = parse_listen(listen or env.get("SHIFTNET_DNS_LISTEN") or DEFAULT_LISTEN)
         if ttl is None and env.get("SHIFTNET_DNS_TTL"):
             text = env["SHIFTNET_DNS_TTL"]
-            if not text.isdigit():
+            if not is_digits(text):
                 raise ConfigError(f"SHIFTNET_DNS_TTL {text!r} is not a number of seconds")
             ttl = int(text)
         if tcp_idle_timeout is None and env.get("SHIFTNET_DNS_TCP_IDLE_TIMEOUT"):
@@ -163,7 +164,7 @@ class DNSConfig:
                 ) from None
         if max_tcp_connections is None and env.get("SHIFTNET_DNS_MAX_TCP_CONNECTIONS"):
             text = env["SHIFTNET_DNS_MAX_TCP_CONNECTIONS"]
-            if not text.isdigit():
+            if not is_digits(text):
                 raise ConfigError(f"SHIFTNET_DNS_MAX_TCP_CONNECTIONS {text!r} is not a number")
             max_tcp_connections = int(text)
         if wildcards is None:

@@ -26,6 +26,7 @@ import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
+from shiftnet.api.names import is_digits
 from shiftnet.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def parse_upstream(text: str) -> tuple[str, int]:
 
 
 def _port(text: str, port_text: str) -> int:
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not is_digits(port_text) or not 0 < int(port_text) < 65536:
         raise ConfigError(f"upstream {text!r} has an invalid port")
     return int(port_text)
 

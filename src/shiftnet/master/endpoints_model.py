@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 from shiftnet.api import EndpointAddress, EndpointPort, Endpoints, EndpointSubset, Pod, Service
 from shiftnet.api.core import ObjectReference
+from shiftnet.api.names import is_digits
 from shiftnet.api.selectors import Selector
 
 PortSet = tuple[tuple[str, int, str], ...]  # (name, port, protocol), sorted
@@ -53,7 +54,7 @@ def resolve_port(pod: Pod, target: int | str, protocol: str) -> int | None:
     """The pod port a Service targetPort means, or None when the pod has no such name."""
     if isinstance(target, int):
         return target
-    if target.isdigit():
+    if is_digits(target):
         return int(target)
     for c in pod.spec.containers:
         for p in c.ports:

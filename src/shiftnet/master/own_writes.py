@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from shiftnet.api.names import is_digits
+
 Key = tuple[str, str]
 
 # An expectation the cache never meets (an object someone else deleted while the
@@ -32,7 +34,7 @@ def _caught_up(cached: str | None, written: str | None) -> bool:
         return cached is None
     if cached is None:
         return False
-    if cached.isdigit() and written.isdigit():
+    if is_digits(cached) and is_digits(written):
         return int(cached) >= int(written)
     return cached == written
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 from typing import cast
 
 from shiftnet.api import Endpoints, Service
+from shiftnet.api.names import is_digits
 from shiftnet.errors import ConfigError
 from shiftnet.free_ports import bind_avoiding
 from shiftnet.proxy import healthcheck_model as model
@@ -346,7 +347,7 @@ def healthz_address(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     if not sep:
         host, port_text = text, str(DEFAULT_HEALTHZ_PORT)
-    port = int(port_text) if port_text.isdigit() else -1
+    port = int(port_text) if is_digits(port_text) else -1
     host = host or "127.0.0.1"
     try:
         socket.inet_pton(socket.AF_INET, host)

@@ -28,6 +28,7 @@ import socket
 import struct
 from collections.abc import Callable, Iterable, Iterator
 
+from shiftnet.api.names import is_digits
 from shiftnet.errors import InvalidInput
 
 NETLINK_NETFILTER = 12
@@ -69,14 +70,14 @@ def _ip(text: str) -> bytes:
 
 def _u16(text: str) -> bytes:
     """A port in network order padded to a 4-byte register, b"" if it is not one."""
-    if text.isascii() and text.isdigit() and str(int(text)) == text and 0 < int(text) < 65536:
+    if is_digits(text) and str(int(text)) == text and 0 < int(text) < 65536:
         return struct.pack(">H", int(text)) + b"\0\0"
     return b""
 
 
 def _index(text: str) -> bytes:
     """An endpoint index as numgen writes it: a host-order 32-bit register."""
-    if text.isascii() and text.isdigit() and str(int(text)) == text and int(text) < 1 << 16:
+    if is_digits(text) and str(int(text)) == text and int(text) < 1 << 16:
         return struct.pack("=I", int(text))
     return b""
 

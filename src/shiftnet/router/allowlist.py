@@ -16,6 +16,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from shiftnet.api.names import is_digits
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # Go's unicode.IsSpace: the separators strings.Fields splits on (Python's
@@ -54,7 +56,7 @@ def network(entry: str) -> Network | None:
         return None
     if not slash:
         return ipaddress.ip_network(ip)
-    if not (bits.isascii() and bits.isdigit()) or int(bits) > ip.max_prefixlen:
+    if not is_digits(bits) or int(bits) > ip.max_prefixlen:
         return None
     return ipaddress.ip_network((ip, int(bits)), strict=False)
 

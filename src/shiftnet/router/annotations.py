@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shiftnet.api.names import is_digits
 from shiftnet.router.allowlist import dropped_warning, has_entries, parse_allowlist
 from shiftnet.router.timeouts import MAX_MS, parse_haproxy_time
 
@@ -77,7 +78,7 @@ class RouteOptions:
 
 def _count(value: str) -> int | None:
     text = value.strip()
-    if not text.isdigit() or len(text) > 9:
+    if not is_digits(text) or len(text) > 9:
         return None
     n = int(text)
     return n if 0 < n <= MAX_COUNT else None
@@ -94,7 +95,7 @@ def _hsts(value: str) -> str | None:
         lower = part.lower().replace(" ", "")
         if lower.startswith("max-age="):
             digits = lower[len("max-age=") :].strip('"')
-            if max_age is not None or not digits.isdigit() or len(digits) > 10:
+            if max_age is not None or not is_digits(digits) or len(digits) > 10:
                 return None
             max_age = int(digits)
         elif lower == "includesubdomains" and "includeSubDomains" not in flags:

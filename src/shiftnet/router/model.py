@@ -33,6 +33,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from shiftnet.api import Endpoints, Route, Service
+from shiftnet.api.names import is_digits
 from shiftnet.api.route import RouteTargetReference
 from shiftnet.api.route_headers import NO_HEADER_ACTIONS, HeaderActions, route_header_actions
 from shiftnet.router.admission import AdmissionResult, RouteKey, route_key
@@ -295,7 +296,7 @@ def resolve_members(
     members = pool.members
     if target_port is None or target_port == "":
         return _unique([m for m in members if m.first])
-    if isinstance(target_port, int) or target_port.isdigit():
+    if isinstance(target_port, int) or is_digits(target_port):
         number = int(target_port)
         by_number = _unique([m for m in members if m.port == number])
         if by_number:
@@ -389,7 +390,7 @@ def _target_port(route: Route) -> TargetPort:
     if route.spec.port is None:
         return None
     value = route.spec.port.target_port
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and is_digits(value):
         return int(value)
     return value
 

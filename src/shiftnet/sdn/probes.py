@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from shiftnet.api import Container, Probe
+from shiftnet.api.names import is_digits
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def resolve_port(port: int | str, container: Container) -> int | None:
     """A probe's port: a number, a numeric string, or the name of a container port."""
     if isinstance(port, int):
         return port
-    if port.isdigit():
+    if is_digits(port):
         return int(port)
     for p in container.ports:
         if p.name == port:
@@ -92,7 +93,7 @@ async def _http(scheme: str, host: str, port: int, path: str, timeout: float) ->
     except (OSError, TimeoutError, ssl.SSLError, ValueError) as err:
         return ProbeResult(False, f"Get {url}: {err or 'timeout'}")
     parts = line.decode("latin-1").split()
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not is_digits(parts[1]):
         return ProbeResult(False, f"Get {url}: malformed HTTP response")
     code = int(parts[1])
     if 200 <= code < 400:

@@ -460,3 +460,17 @@ def test_a_node_is_created_with_the_status_its_agent_sends(http: httpx.Client) -
         assert [c["reason"] for c in got["status"]["conditions"]] == ["KubeletReady"]
     bad = http.post("/api/v1/nodes", json={**node, "metadata": {"name": "n2"}, "status": "x"})
     assert bad.status_code in (400, 422) and "status" in bad.json()["message"], bad.text
+
+
+def test_a_grace_period_of_digits_only_to_str_isdigit_is_a_bad_request(
+    http: httpx.Client,
+) -> None:
+    assert http.post(ROUTES, json=route("gp")).status_code == 201
+    for odd in ("\u00b2", "-\u00b2", "\u0663"):  # superscript 2; Arabic-Indic 3
+        reply = http.delete(f"{ROUTES}/gp", params={"gracePeriodSeconds": odd})
+        assert reply.status_code == 400, (odd, reply.text)
+        assert "gracePeriodSeconds" in reply.json()["message"], reply.text
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": odd}
+        reply = http.request("DELETE", f"{ROUTES}/gp", json=body)
+        assert reply.status_code == 400, (odd, reply.text)
+    assert http.get(f"{ROUTES}/gp").status_code == 200  # nothing deleted

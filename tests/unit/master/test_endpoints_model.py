@@ -97,6 +97,8 @@ def test_resolve_port() -> None:
     assert resolve_port(p, "web", "TCP") == 8080
     assert resolve_port(p, "web", "UDP") is None
     assert resolve_port(p, "nope", "TCP") is None
+    assert resolve_port(p, "\u00b2", "TCP") is None  # str.isdigit's digit, not a number
+    assert resolve_port(p, "\u0668\u0660\u0668\u0660", "TCP") is None  # 8080, Arabic-Indic
 
 
 def test_hostname_only_when_subdomain_is_the_service() -> None:

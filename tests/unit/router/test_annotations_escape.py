@@ -36,6 +36,21 @@ def test_valid_annotations_parse_to_typed_options() -> None:
     assert options.rate_limit == ann.RateLimit(rate_tcp=20)
 
 
+@pytest.mark.parametrize("odd", ["\u00b2", "1\u00b2", "\u0663"])  # str.isdigit's digits
+def test_counts_and_max_age_in_digits_no_config_writes_are_warned_not_raised(odd: str) -> None:
+    options, warnings = ann.parse_route_options(
+        {
+            ann.POD_CONCURRENT_CONNECTIONS: odd,
+            ann.HSTS_HEADER: f"max-age={odd}",
+            ann.RATE_LIMIT: "true",
+            ann.RATE_LIMIT_RATE_HTTP: odd,
+        }
+    )
+    assert options.pod_concurrent_connections is None and options.rate_limit is None
+    assert options.hsts_header is None
+    assert len(warnings) == 3, warnings
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

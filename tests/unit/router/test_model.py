@@ -100,6 +100,15 @@ def test_numeric_target_port_and_digit_string() -> None:
     ] == [8080]
 
 
+def test_target_ports_that_are_digits_only_to_str_isdigit_match_no_port() -> None:
+    # "²" passes str.isdigit and then fails int(): one such route must not stop the model.
+    eps = f.endpoints("svc", ["10.0.0.1"], [("http", 8080)])
+    for odd in ("\u00b2", "\u0668\u0660\u0668\u0660"):  # superscript 2; Arabic-Indic 8080
+        m = model([f.route("r", target_port=odd), f.route("ok", target_port="8080")], [eps])
+        servers = {p.name: [s.port for s in p.servers] for p in m.policies}
+        assert servers == {"r": [], "ok": [8080]}, odd
+
+
 def test_numeric_target_port_may_name_the_service_port() -> None:
     eps = f.endpoints("svc", ["10.0.0.1"], [("web", 8080)])
     svc = f.service("svc", [("web", 80, 8080)])

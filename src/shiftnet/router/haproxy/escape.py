@@ -18,6 +18,7 @@ import ipaddress
 import re
 
 from shiftnet.api import route_headers, tls
+from shiftnet.api.names import is_digits
 from shiftnet.errors import InvalidInput
 
 
@@ -448,7 +449,7 @@ def syslog_target(value: str, what: str = "ROUTER_SYSLOG_ADDRESS") -> str:
     for prefix in _SYSLOG_PREFIXES:
         rest = rest.removeprefix(prefix)
     host, sep, port = rest.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not is_digits(port) or not 0 < int(port) < 65536:
         raise UnsafeValue(
             f"{what} {value!r} must be host:port, udp@host:port, unix@/path or /path"
             " (port between 1 and 65535)"

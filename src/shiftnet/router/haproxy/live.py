@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shiftnet.api.names import is_digits
 from shiftnet.router.haproxy import commands
 from shiftnet.router.haproxy.commands import RuntimeAPIError, server_change_commands
 from shiftnet.router.haproxy.description import Backend, Description, Member, ServerOptions
@@ -349,4 +350,4 @@ def _free_spares(
 
 def _spare_order(name: str) -> tuple[str, int]:
     prefix, _, index = name.rpartition(":")
-    return (prefix, int(index)) if index.isdigit() else (name, -1)
+    return (prefix, int(index)) if is_digits(index) else (name, -1)
