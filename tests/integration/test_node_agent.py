@@ -20,6 +20,7 @@ from tests.support.node import (
     server_pod,
     wait_for,
 )
+from tests.support.ports import worker_octet
 
 from shiftnet.api import Node, Pod
 
@@ -58,8 +59,9 @@ async def test_pods_get_distinct_ips_from_the_subnet_and_serve_on_them(node: Nod
     pods = [await node.wait_ready(f"web-{i}") for i in range(3)]
     ips = [p.status.pod_ip for p in pods]
     assert len(set(ips)) == 3
-    assert all(ip and ip.startswith("127.10.7.") for ip in ips)
-    assert "127.10.7.1" not in ips  # the gateway address is reserved
+    prefix = node.subnet.rsplit(".", 1)[0]
+    assert all(ip and ip.startswith(prefix + ".") for ip in ips)
+    assert prefix + ".1" not in ips  # the gateway address is reserved
     for p in pods:
         assert p.status.host_ip == "127.0.0.1"
         assert p.status.phase == "Running"
@@ -297,19 +299,20 @@ def test_pid_records_refuse_a_recycled_pid(tmp_path: Path) -> None:
 
 async def test_full_subnet_keeps_pod_pending_until_an_address_frees(tmp_path: Path) -> None:
     # A /29 has 8 addresses; network, gateway (.1) and broadcast are reserved: 5 pods fit.
-    h = NodeHarness(tmp_path, subnet="127.10.9.0/29")
+    net = f"127.10.{worker_octet(9)}"
+    h = NodeHarness(tmp_path, subnet=f"{net}.0/29")
     try:
         await h.start()
         for i in range(6):
             await h.client.create(script_pod(f"p{i}", "import time; time.sleep(300)"))
         waiting = await h.wait_pod("p5", lambda p: p.status.reason == "OutOfAddresses")
         assert waiting.status.phase == "Pending" and not waiting.status.pod_ip
-        assert "127.10.9.0/29" in (waiting.status.message or "")
+        assert f"{net}.0/29" in (waiting.status.message or "")
         ips = {(await h.wait_ready(f"p{i}")).status.pod_ip for i in range(5)}
-        assert ips == {f"127.10.9.{n}" for n in range(2, 7)}
+        assert ips == {f"{net}.{n}" for n in range(2, 7)}
         await h.client.delete(Pod, "default", "p0")
         late = await h.wait_ready("p5")
-        assert late.status.pod_ip == "127.10.9.2"
+        assert late.status.pod_ip == f"{net}.2"
     finally:
         await h.close()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.support.ports import worker_octet
 from tests.support.tls import KeyPair
 
 
@@ -108,11 +109,12 @@ _lock = threading.Lock()
 
 
 def pod_ip() -> str:
-    """A fresh loopback pod address (127.10.x.y), distinct for each call in this process."""
+    """A fresh loopback pod address (127.10.x.y), distinct for each call in this process
+    and apart from other pytest workers' (each has its own 50 values of x)."""
     with _lock:
         _next_octet[0] += 1
         n = _next_octet[0]
-    return f"127.10.{(n // 250) % 250}.{n % 250 + 1}"
+    return f"127.10.{worker_octet((n // 250) % 50)}.{n % 250 + 1}"
 
 
 @contextlib.contextmanager

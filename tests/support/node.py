@@ -22,6 +22,7 @@ from shiftnet.sdn.config import NodeConfig
 from shiftnet.sdn.pidfiles import process_start_time
 from shiftnet.store import open_store
 from shiftnet.store.base import Store
+from tests.support.ports import worker_octet
 
 REPO = Path(__file__).resolve().parents[2]
 PODSERVER = REPO / "examples" / "demo" / "podserver.py"
@@ -151,9 +152,9 @@ class NodeHarness:
         state_dir: Path,
         node_name: str = "node-a",
         with_master: bool = False,
-        subnet: str = "127.10.7.0/24",
+        subnet: str | None = None,
     ):
-        self.subnet = subnet
+        self.subnet = subnet or f"127.10.{worker_octet(7)}.0/24"  # apart from other workers'
         self.state_dir = state_dir
         self.node_name = node_name
         self.with_master = with_master

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 
 from shiftnet.claims.probe import bound_loopback_addresses
+
+
+def worker_index() -> int:
+    """This pytest-xdist worker's number (0 without xdist): tests in parallel workers keep
+    their fixed loopback addresses apart by it (``worker_octet``)."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdecimal() else 0
+
+
+def worker_octet(base: int) -> int:
+    """``base`` (below 100) moved to this worker's hundred: 7 is 7 in worker 0, 107 in 1."""
+    return (base + 100 * worker_index()) % 250
 
 
 def free_port(host: str = "127.0.0.1", kind: int = socket.SOCK_STREAM) -> int:
