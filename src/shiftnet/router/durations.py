@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-_PART = re.compile(r"(\d{1,12})(us|ms|s|m|h|d)?")
+_PART = re.compile(r"([0-9]{1,12})(us|ms|s|m|h|d)?")  # ASCII digits: \d takes any script's
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # HAProxy stores timeouts as signed 32-bit milliseconds: about 24.8 days.
 MAX_MS = 2_147_483_647

@@ -86,6 +86,8 @@ def test_durations_round_trip() -> None:
     assert parse_duration_ms("1500us") == 2
     assert parse_duration_ms("") is None and parse_duration_ms("5x") is None
     assert parse_duration_ms("999999999999h") is None
+    # Only ASCII digits, as Go's time.ParseDuration: Arabic-Indic "30s", fullwidth "5s".
+    assert parse_duration_ms("\u0663\u0660s") is None and parse_duration_ms("\uff15s") is None
     assert [format_duration_ms(v) for v in (30_000, 3_600_000, 1500, 90_000)] == [
         "30s",
         "1h",
