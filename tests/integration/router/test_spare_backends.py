@@ -10,6 +10,8 @@ and of HAProxy's master both stay unchanged while traffic is served.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -207,6 +209,29 @@ async def test_routes_created_before_their_pods_are_served_without_a_reload(
             assert (await env.get(f"{name}.example.com")).backend == "p-1", name
         assert await _reloads(env) == before
         assert sorted(env.router.driver.aliases) == ["be_http:demo:a", "be_http:demo:solo"]
+
+
+async def test_a_restarted_haproxy_is_planned_from_the_files_it_loaded(
+    slow_reload_env: RouterEnv,
+) -> None:
+    # The route is on a spare when HAProxy dies; the new process serves it from the files
+    # on disk (its own backend). A pod change after that must reach that backend at once,
+    # not the spare of the dead process's runtime changes.
+    env = slow_reload_env
+    with backends("r-1", "r-2") as (r1, r2):
+        await env.apply(namespace("demo"), service("demo", "r"), endpoints("demo", "r", [r1]))
+        await env.apply(route("demo", "r", "r.example.com", "r"))
+        await env.eventually(lambda: _served_by(env, "r.example.com", "/", "r-1"))
+        assert env.router.driver.aliases == {"be_http:demo:r": "be_spare_http:0"}
+        reloads = env.router.driver.reloads
+        pid = env.router.driver.process.read_pid()
+        os.kill(pid, signal.SIGKILL)
+        await env.eventually(lambda: _true(env.router.driver.process.restarts >= 1))
+        await env.eventually(lambda: _served_by(env, "r.example.com", "/", "r-1"))
+        assert env.router.driver.aliases == {}
+        await env.apply(endpoints("demo", "r", [r2]))
+        await env.eventually(lambda: _served_by(env, "r.example.com", "/", "r-2"), timeout=5)
+        assert env.router.driver.reloads == reloads
 
 
 async def test_one_pod_to_two_without_reload(slow_reload_env: RouterEnv) -> None:

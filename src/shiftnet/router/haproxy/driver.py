@@ -151,9 +151,8 @@ class HAProxyDriver:
             await asyncio.sleep(WATCH_INTERVAL)
             restarts = self.process.restarts
             await self.process.restart_if_dead()
-            if self.process.restarts != restarts and self._on_disk is not None:
-                loaded = _identity(self._on_disk)  # started again on the files on disk
-                self._note(loaded=loaded, served=loaded)
+            if self.process.restarts != restarts:
+                await self._restarted()
             now = time.monotonic()
             if self.on_stats is None:
                 stats_due = now + STATS_INTERVAL
@@ -165,6 +164,30 @@ class HAProxyDriver:
                     pass  # HAProxy restarting or reloading: the next poll catches up
                 except Exception as err:  # a stats bug must not stop the liveness checks
                     log.error("haproxy stats poll failed error=%s", err)
+
+    async def _restarted(self) -> None:
+        """A dead HAProxy was started again on the files on disk: it serves those, not the
+        runtime changes the dead one had (routes on spares, emptied slots), so the
+        picture is made from them again; changes planned from the old one would name
+        spares no map entry uses any more."""
+        async with self._apply_lock:
+            on_disk = self._on_disk
+            if on_disk is None:
+                return
+            loaded = _identity(on_disk)
+            self._loaded = dict(on_disk)
+            if self._desired_description is not None and on_disk == self._desired:
+                self._live = LiveState.of(self._desired_description)
+                self._owed_marker.unlink(missing_ok=True)
+                self._write_aliases({})
+                self._note(loaded=loaded, served=loaded)
+                return
+            # Files older than the wanted ones (a refused check left the last good set):
+            # nothing is known to be served as planned until the reload brings them.
+            self._live = None
+            self._owed_marker.touch()
+            self._note(loaded=loaded, served=None)
+        self._runner.kick()
 
     async def stop(self, stop_haproxy: bool = True) -> None:
         """Stop watching; stop HAProxy too unless the caller wants it left serving."""
