@@ -170,3 +170,26 @@ def test_a_trailing_newline_is_not_a_valid_name(check: object) -> None:
 )
 def test_is_digits_takes_ascii_digits_only(text: str, digits: bool) -> None:
     assert names.is_digits(text) is digits
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("0", 0),
+        ("42", 42),
+        ("-7", -7),
+        ("+7", 7),  # strconv.ParseInt takes a plus sign too
+        ("", None),
+        ("-", None),
+        ("+-1", None),
+        (" 5", None),
+        ("5 ", None),
+        ("1_000", None),
+        ("\u0663", None),
+        ("\u00b2", None),
+        ("0x10", None),
+        ("1e3", None),
+    ],
+)
+def test_parse_integer_reads_what_go_reads(text: str, number: int | None) -> None:
+    assert names.parse_integer(text) == number

@@ -33,6 +33,7 @@ __all__ = [
     "is_dns1123_subdomain",
     "is_hostname",
     "label_value_errors",
+    "parse_integer",
     "port_name_errors",
     "port_number_errors",
     "qualified_name_errors",
@@ -238,6 +239,14 @@ def is_digits(text: str) -> bool:
     language here write one. ``str.isdigit`` alone also takes ``'²'``, which ``int``
     refuses, and ``'٣'``, which ``int`` reads as 3."""
     return text.isascii() and text.isdigit()
+
+
+def parse_integer(text: str) -> int | None:
+    """``text`` as Go's ``strconv.ParseInt`` reads a base-10 number (an optional sign, then
+    ASCII digits), else None: ``int`` would also take spaces, ``_`` and other scripts'
+    digits, which no Kubernetes client sends and upstream refuses."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    return int(text) if is_digits(digits) else None
 
 
 def port_number_errors(port: int) -> list[str]:

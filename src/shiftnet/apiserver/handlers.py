@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from shiftnet.api.names import is_digits
+from shiftnet.api.names import parse_integer
 from shiftnet.api.selectors import parse_selector
 from shiftnet.apiserver import discovery, openapi, tables
 from shiftnet.apiserver.apply_shapes import shape_for
@@ -457,8 +457,9 @@ def _grace_period(request: web.Request, options: dict[str, Any]) -> int | None:
     value = options.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
     if value is None:
         return None
-    if isinstance(value, bool) or not is_digits(str(value).removeprefix("-")):
+    number = None if isinstance(value, bool) else parse_integer(str(value))
+    if number is None:
         raise bad_request(
             f"gracePeriodSeconds: Invalid value: {str(value)[:40]!r}: must be an integer"
         )
-    return int(value)
+    return number

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from shiftnet.api.names import parse_integer
 from shiftnet.apiserver.status import StatusError, bad_request
 
 
@@ -41,10 +42,9 @@ def decode_token(token: str) -> Position:
 def parse_limit(text: str | None) -> int:
     if not text:
         return 0
-    try:
-        value = int(text)
-    except ValueError:
-        raise bad_request(f'invalid limit "{text[:32]}": must be an integer') from None
+    value = parse_integer(text)
+    if value is None:
+        raise bad_request(f'invalid limit "{text[:32]}": must be an integer')
     return max(value, 0)
 
 

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from aiohttp import web
 
+from shiftnet.api.names import parse_integer
 from shiftnet.apiserver.status import StatusError, bad_request
 from shiftnet.errors import NAME_LIMIT, shorten
 from shiftnet.sdn.pods import log_dir
@@ -34,10 +35,10 @@ def _int_param(params: Any, name: str) -> int | None:
     text = params.get(name)
     if text is None or text == "":
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise bad_request(f'invalid {name} "{text[:32]}": must be an integer') from None
+    value = parse_integer(text)
+    if value is None:
+        raise bad_request(f'invalid {name} "{text[:32]}": must be an integer')
+    return value
 
 
 def container_log(state_dir: Path, pod: dict[str, Any], container: str | None) -> Path:

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from shiftnet.api.names import parse_integer
 from shiftnet.api.selectors import Selector
 from shiftnet.apiserver.config import BOOKMARK_INTERVAL
 from shiftnet.apiserver.fanout import (
@@ -64,12 +65,9 @@ def parse_start(text: str | None) -> int | None:
     """``resourceVersion`` of a watch: unset or "0" mean "current state, then changes"."""
     if text in (None, "", "0"):
         return None
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise bad_request(
-            f'invalid resourceVersion "{str(text)[:32]}": must be an integer'
-        ) from None
+    value = parse_integer(str(text))
+    if value is None:
+        raise bad_request(f'invalid resourceVersion "{str(text)[:32]}": must be an integer')
     if value < 0:
         raise bad_request(f'invalid resourceVersion "{value}"')
     return value
@@ -78,10 +76,9 @@ def parse_start(text: str | None) -> int | None:
 def parse_timeout(text: str | None, default: float) -> float:
     if not text:
         return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise bad_request(f'invalid timeoutSeconds "{text[:32]}": must be an integer') from None
+    value = parse_integer(text)
+    if value is None:
+        raise bad_request(f'invalid timeoutSeconds "{text[:32]}": must be an integer')
     return float(value) if value > 0 else default
 
 

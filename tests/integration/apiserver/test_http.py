@@ -474,3 +474,12 @@ def test_a_grace_period_of_digits_only_to_str_isdigit_is_a_bad_request(
         reply = http.request("DELETE", f"{ROUTES}/gp", json=body)
         assert reply.status_code == 400, (odd, reply.text)
     assert http.get(f"{ROUTES}/gp").status_code == 200  # nothing deleted
+
+
+@pytest.mark.parametrize("param", ["limit", "timeoutSeconds", "resourceVersion"])
+def test_query_integers_take_ascii_digits_only(http: httpx.Client, param: str) -> None:
+    # int() would take each of these; Go's strconv.ParseInt, as upstream, refuses them.
+    for odd in ("\u0663", "1_0", " 5", "5 "):
+        reply = http.get(ROUTES, params={param: odd, "watch": "1" if param != "limit" else ""})
+        assert reply.status_code == 400, (param, odd, reply.text)
+        assert param in reply.json()["message"], reply.text
