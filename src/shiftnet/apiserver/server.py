@@ -11,6 +11,7 @@ import ssl
 from typing import IO, Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from shiftnet.apiserver.audit import audit_middleware, open_log
 from shiftnet.apiserver.auth import bearer_auth
@@ -27,6 +28,29 @@ from shiftnet.store.base import Store
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT = 1.0  # open watches and log follows are cut, not waited for
+# Request line and header field limits: upstream takes 1 MiB of headers in all (a long
+# label selector, an OIDC token with many groups); aiohttp's 8 KiB each refused such
+# requests. Bounded still, as every connection may hold this much while it is parsed.
+MAX_REQUEST_LINE = 256 * 1024
+MAX_HEADER_FIELD = 64 * 1024
+
+
+class OneLineBadRequests(logging.Filter):
+    """aiohttp logs a request it cannot parse (a line over the limit, a broken header) as an
+    error with a traceback; the client has its 400 already, so one warning line says it
+    (the traceback only with ``--debug``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and not log.isEnabledFor(logging.DEBUG):
+            record.msg = "refused a request that is not valid HTTP: %s"
+            record.args = (" ".join(str(exc.message).split())[:200],)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+_ONE_LINE = OneLineBadRequests()
 
 
 def tls_context(creds: Credentials) -> ssl.SSLContext:
@@ -110,8 +134,14 @@ class APIServer:
         # handler_cancellation: a watch or log follow whose client went away ends at once,
         # instead of holding its descriptor and store watch until its timeout.
         runner = web.AppRunner(
-            app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT, handler_cancellation=True
+            app,
+            access_log=None,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
+            handler_cancellation=True,
+            max_line_size=MAX_REQUEST_LINE,
+            max_field_size=MAX_HEADER_FIELD,
         )
+        logging.getLogger("aiohttp.server").addFilter(_ONE_LINE)  # once: filters are a set
         await runner.setup()
         site = web.TCPSite(
             runner, cfg.listen_host, cfg.listen_port, ssl_context=tls_context(creds), backlog=512
