@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.cli import Shiftnet
-from tests.support.ports import free_port
+from tests.support.ports import free_cluster_network, free_port
 from tests.support.router import kill_haproxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -165,7 +165,9 @@ def test_up_keeps_store_router_files_and_stats_password_private(
     env["SHIFTNET_API_LISTEN"] = f"127.0.0.1:{free_port()}"  # never the host's 6443
     env.pop("STATS_USERNAME", None)
     env.pop("STATS_PASSWORD", None)
+    net = free_cluster_network()  # apart from pods of tests running beside this one
     args = ["up", "-f", str(demo), "--node-name", "private", "--wait", "20"]
+    args += ["--cluster-network", net]
     work = state / "router-router"
     try:
         first = Up(args, tmp_path, env)

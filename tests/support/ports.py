@@ -36,4 +36,7 @@ def free_cluster_network() -> str:
     pod's address and port, and our pod exits with "Address already in use").
     """
     used = {a.packed[1] for a in bound_loopback_addresses()}
-    return f"127.{random.choice([x for x in range(100, 200) if x not in used])}.0.0/16"
+    # A second octet of this worker's own (tests in parallel workers pick at once).
+    workers = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), 1)
+    mine = range(100 + worker_index() % workers, 200, workers)
+    return f"127.{random.choice([x for x in mine if x not in used])}.0.0/16"
