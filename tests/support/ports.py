@@ -21,10 +21,21 @@ def worker_octet(base: int) -> int:
     return (base + 100 * worker_index()) % 250
 
 
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1", kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port the kernel picks, never one this process was given before: a released port
+    may be picked again at once, and a test asking for several (a router's HTTP, HTTPS
+    and stats, a cluster's DNS) would get one twice."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise OSError("no free port this process was not given before in 100 tries")
 
 
 def free_cluster_network() -> str:
