@@ -83,6 +83,28 @@ class Probe(Wire):
     failure_threshold: int = 3
 
 
+class ResourceRequirements(Wire):
+    """Requests and limits by resource name (``cpu: 100m``, ``memory: 64Mi``): kept, not
+    enforced (a pod is a process of its node)."""
+
+    limits: dict[str, str | int] | None = None
+    requests: dict[str, str | int] | None = None
+
+
+class LocalObjectReference(Wire):
+    name: str = ""
+
+
+class Toleration(Wire):
+    """A taint this pod tolerates: kept, not acted on (nodes here carry no taints)."""
+
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
 class Container(Wire):
     name: str
     image: str | None = None
@@ -93,6 +115,11 @@ class Container(Wire):
     ports: list[ContainerPort] = Field(default_factory=list)
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
+    # Kept as written and not acted on: nothing here pulls images or enforces resources.
+    image_pull_policy: str | None = None
+    resources: ResourceRequirements | None = None
+    termination_message_path: str | None = None
+    termination_message_policy: str | None = None
 
 
 class PodDNSConfigOption(Wire):
@@ -133,6 +160,15 @@ class PodSpec(Wire):
     dns_policy: str | None = None
     dns_config: PodDNSConfig | None = Field(default=None, alias="dnsConfig")
     host_aliases: list[HostAlias] | None = None
+    # Kept as written and not acted on, as on a one-node cluster without service
+    # account tokens, taints or a scheduler of its own (docs/api.md, "Pod").
+    service_account_name: str | None = None
+    service_account: str | None = None
+    automount_service_account_token: bool | None = None
+    image_pull_secrets: list[LocalObjectReference] | None = None
+    tolerations: list[Toleration] | None = None
+    priority_class_name: str | None = None
+    scheduler_name: str | None = None
 
     @property
     def effective_dns_policy(self) -> str:

@@ -46,6 +46,8 @@ from shiftnet.api.meta_validation import label_errors
 
 PROTOCOLS = ("SCTP", "TCP", "UDP")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES = ("ClientIP", "None")
 TRAFFIC_POLICIES = ("Cluster", "Local")
@@ -167,6 +169,11 @@ def _container_errors(c: Container, path: str, port_names: set[str]) -> list[Fie
     for name, probe in (("readinessProbe", c.readiness_probe), ("livenessProbe", c.liveness_probe)):
         if probe is not None:
             out += _probe_errors(probe, join(path, name))
+    if c.image_pull_policy is not None and c.image_pull_policy not in PULL_POLICIES:
+        out.append(not_supported(join(path, "imagePullPolicy"), c.image_pull_policy, PULL_POLICIES))
+    policy = c.termination_message_policy
+    if policy is not None and policy not in MESSAGE_POLICIES:
+        out.append(not_supported(join(path, "terminationMessagePolicy"), policy, MESSAGE_POLICIES))
     if c.liveness_probe is not None and c.liveness_probe.success_threshold != 1:
         out.append(
             invalid(

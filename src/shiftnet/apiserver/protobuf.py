@@ -41,7 +41,7 @@ from shiftnet.errors import ShiftnetError, shorten
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 PREFIX = b"k8s\x00"
-_MAPS = (Kind.STRING_MAP, Kind.BYTES_MAP)
+_MAPS = (Kind.STRING_MAP, Kind.BYTES_MAP, Kind.QUANTITY_MAP)
 NOT_DECODED = "(not decoded)"
 # Far more than any object kubectl writes; keeps a 3 MiB body of tiny fields from
 # holding the server's one thread for seconds.
@@ -112,8 +112,7 @@ class _Decoder:
             out.update(self.message(self.bytes_of(wire, here), spec.message, path))
             return
         if spec.kind in _MAPS:
-            raw = spec.kind is Kind.BYTES_MAP
-            key, value = self._map_entry(self.bytes_of(wire, here), here, raw=raw)
+            key, value = self._map_entry(self.bytes_of(wire, here), here, spec.kind)
             entries = out.setdefault(spec.name, {})
             if key in entries:
                 self.duplicates.append(_child(here, key))
@@ -170,18 +169,33 @@ class _Decoder:
             return self._fields_v1(data, path)
         return NOT_DECODED if data else None  # OPAQUE: named, not read
 
-    def _map_entry(self, data: bytes, path: str, *, raw: bool = False) -> tuple[str, str]:
-        """One map entry; with ``raw`` the value is bytes, given as base64 as JSON has it."""
+    def _map_entry(self, data: bytes, path: str, kind: Kind) -> tuple[str, str]:
+        """One map entry: a string value; bytes given as base64, as JSON has them; or a
+        Quantity, whose field 1 is its string."""
         key = value = ""
         for wire in self.fields_of(data, path):
             if wire.number == 1:
                 key = _text(self.bytes_of(wire, f"{path} key"), f"{path} key")
             elif wire.number == 2:
-                found = self.bytes_of(wire, _child(path, key))
-                value = base64.b64encode(found).decode() if raw else _text(found, _child(path, key))
+                here = _child(path, key)
+                found = self.bytes_of(wire, here)
+                if kind is Kind.BYTES_MAP:
+                    value = base64.b64encode(found).decode()
+                elif kind is Kind.QUANTITY_MAP:
+                    value = self._quantity(found, here)
+                else:
+                    value = _text(found, here)
             else:
                 raise MalformedProtobuf(f"an entry of {path} has field {wire.number}")
         return key, value
+
+    def _quantity(self, data: bytes, path: str) -> str:
+        text = ""
+        for wire in self.fields_of(data, path):
+            if wire.number != 1:
+                raise MalformedProtobuf(f"{path} (Quantity) has field {wire.number}")
+            text = _text(self.bytes_of(wire, path), path)
+        return text
 
     def fields_of(self, data: bytes, path: str) -> Iterator[WireField]:
         """The fields of one message, counted against :data:`MAX_VALUES` as they are read."""

@@ -33,6 +33,7 @@ class Kind(Enum):
     BOOL = "bool"
     MESSAGE = "message"
     STRING_MAP = "map<string,string>"
+    QUANTITY_MAP = "map<string,Quantity>"  # JSON: the quantities' strings
     BYTES_MAP = "map<string,bytes>"  # JSON: base64 values (a Secret's data)
     TIME = "Time"  # meta/v1 Time: seconds since the epoch; empty means unset
     INT_OR_STRING = "IntOrString"
@@ -77,6 +78,10 @@ def message(
 
 def string_map(name: str) -> Field:
     return Field(name, Kind.STRING_MAP)
+
+
+def quantity_map(name: str) -> Field:
+    return Field(name, Kind.QUANTITY_MAP)
 
 
 def bytes_map(name: str) -> Field:
@@ -338,7 +343,17 @@ CONTAINER = Message(
             Message("EnvVar", {1: string("name"), 2: string("value"), 3: opaque("valueFrom")}),
             repeated=True,
         ),
-        8: opaque("resources"),
+        8: message(
+            "resources",
+            Message(
+                "ResourceRequirements",
+                {
+                    1: quantity_map("limits"),
+                    2: quantity_map("requests"),
+                    3: opaque("claims", repeated=True),
+                },
+            ),
+        ),
         23: opaque("resizePolicy", repeated=True),
         24: string("restartPolicy", pointer=True),
         9: opaque("volumeMounts", repeated=True),
@@ -393,12 +408,27 @@ POD_SPEC = Message(
         13: boolean("hostIPC"),
         27: boolean("shareProcessNamespace", pointer=True),
         14: opaque("securityContext"),
-        15: opaque("imagePullSecrets", repeated=True),
+        15: message(
+            "imagePullSecrets", Message("LocalObjectReference", {1: string("name")}), repeated=True
+        ),
         16: string("hostname"),
         17: string("subdomain"),
         18: opaque("affinity"),
         19: string("schedulerName"),
-        22: opaque("tolerations", repeated=True),
+        22: message(
+            "tolerations",
+            Message(
+                "Toleration",
+                {
+                    1: string("key"),
+                    2: string("operator"),
+                    3: string("value"),
+                    4: string("effect"),
+                    5: integer("tolerationSeconds", pointer=True),
+                },
+            ),
+            repeated=True,
+        ),
         23: message("hostAliases", HOST_ALIAS, repeated=True),
         24: string("priorityClassName"),
         25: integer("priority", pointer=True),

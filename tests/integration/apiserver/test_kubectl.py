@@ -222,6 +222,51 @@ def test_apply_validate_strict_warn_and_false(api: APIServerProcess) -> None:
     assert "colour" not in api.json("get", "route", "q")["spec"]
 
 
+TYPICAL_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: typical}
+spec:
+  serviceAccountName: default
+  automountServiceAccountToken: false
+  imagePullSecrets: [{name: registry}]
+  priorityClassName: normal
+  schedulerName: default-scheduler
+  tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
+  containers:
+  - name: web
+    image: registry.example.com/web:1.0
+    imagePullPolicy: IfNotPresent
+    command: [python3, -m, http.server, "8080"]
+    resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {memory: 128Mi}}
+    terminationMessagePath: /dev/termination-log
+    terminationMessagePolicy: File
+"""
+
+
+def test_a_pod_written_as_tutorials_write_them_is_applied_strictly_and_kept(
+    api: APIServerProcess,
+) -> None:
+    # kubectl validates strictly by default: fields every real manifest carries must be
+    # known, and kept as written (nothing here pulls images or enforces resources).
+    made = api.kubectl("apply", VALIDATE, "-f", "-", input=TYPICAL_POD)
+    assert made.returncode == 0 and made.stderr == "", made.stderr
+    again = api.kubectl("apply", VALIDATE, "-f", "-", input=TYPICAL_POD)
+    assert again.stdout.strip() == "pod/typical unchanged", again.stdout
+    spec = api.json("get", "pod", "typical")["spec"]
+    wanted = yaml.safe_load(TYPICAL_POD)["spec"]
+    for field in ("serviceAccountName", "tolerations", "imagePullSecrets", "priorityClassName"):
+        assert spec[field] == wanted[field], field
+    (web,) = spec["containers"]
+    assert web["resources"] == wanted["containers"][0]["resources"]
+    assert web["imagePullPolicy"] == "IfNotPresent"
+    bad = TYPICAL_POD.replace("name: typical", "name: bad").replace("IfNotPresent", "Sometimes")
+    refused = api.kubectl("apply", VALIDATE, "-f", "-", input=bad)
+    assert refused.returncode != 0
+    assert 'spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes"' in refused.stderr
+    assert api.kubectl("get", "pod", "bad").returncode != 0
+
+
 def _shiftnet(api: APIServerProcess, *args: str) -> str:
     res = subprocess.run(
         [SHIFTNET, "--store", api.store, *args],

@@ -261,14 +261,42 @@ def test_fields_shiftnet_has_no_model_for_are_named_not_decoded() -> None:
         "v1",
         "Pod",
         meta(text(1, "p")),
-        msg(2, msg(1, text(1, "data")), msg(2, text(1, "c"), msg(8, msg(1))), msg(14)),
+        msg(2, msg(1, text(1, "data")), msg(2, text(1, "c"), msg(9, text(1, "v"))), msg(14)),
     )
     assert got["spec"] == {
         "volumes": [NOT_DECODED],
-        "containers": [{"name": "c", "resources": NOT_DECODED}],
+        "containers": [{"name": "c", "volumeMounts": [NOT_DECODED]}],
     }
     _, unknown = drop_unknown(Pod, got)
-    assert sorted(unknown) == ["spec.containers[0].resources", "spec.volumes"]
+    assert sorted(unknown) == ["spec.containers[0].volumeMounts", "spec.volumes"]
+
+
+def test_resources_tolerations_and_pull_secrets_are_decoded() -> None:
+    memory = msg(1, text(1, "memory"), msg(2, text(1, "64Mi")))  # map entry: key, Quantity
+    cpu = msg(2, text(1, "cpu"), msg(2, text(1, "100m")))
+    toleration = msg(22, text(1, "dedicated"), text(2, "Exists"), text(4, "NoExecute"), num(5, 0))
+    got = doc(
+        "v1",
+        "Pod",
+        meta(text(1, "p")),
+        msg(2, msg(2, text(1, "c"), msg(8, memory, cpu)), toleration, msg(15, text(1, "reg"))),
+    )
+    assert got["spec"] == {
+        "containers": [
+            {"name": "c", "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "100m"}}}
+        ],
+        "tolerations": [
+            {
+                "key": "dedicated",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 0,
+            }
+        ],
+        "imagePullSecrets": [{"name": "reg"}],
+    }
+    _, unknown = drop_unknown(Pod, got)
+    assert unknown == []
 
 
 def test_delete_options_keep_pointer_values() -> None:
