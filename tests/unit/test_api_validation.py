@@ -548,6 +548,70 @@ OTHER_CASES: list[tuple[str, Resource, str | None]] = [
         None,
     ),
     (
+        "kept pod fields as Kubernetes writes them",
+        pod(
+            {
+                "containers": [
+                    container(
+                        imagePullPolicy="IfNotPresent",
+                        resources={
+                            "limits": {"memory": "128Mi", "cpu": 2},
+                            "requests": {"cpu": "100m"},
+                        },
+                        terminationMessagePolicy="FallbackToLogsOnError",
+                    )
+                ],
+                "tolerations": [
+                    {
+                        "key": "dedicated",
+                        "operator": "Equal",
+                        "value": "web",
+                        "effect": "NoSchedule",
+                    },
+                    {"operator": "Exists"},
+                    {"key": "gone", "effect": "NoExecute", "tolerationSeconds": 30},
+                ],
+                "imagePullSecrets": [{"name": "registry"}],
+            }
+        ),
+        None,
+    ),
+    (
+        "image pull policy",
+        pod({"containers": [container(imagePullPolicy="Sometimes")]}),
+        'spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values:'
+        ' "Always", "IfNotPresent", "Never"',
+    ),
+    (
+        "a quantity",
+        pod({"containers": [container(resources={"requests": {"memory": "64 MB"}})]}),
+        'spec.containers[0].resources.requests.memory: Invalid value: "64 MB": must match the'
+        " regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    ),
+    (
+        "toleration effect",
+        pod({"containers": [container()], "tolerations": [{"key": "k", "effect": "Never"}]}),
+        'spec.tolerations[0].effect: Unsupported value: "Never": supported values:'
+        ' "NoExecute", "NoSchedule", "PreferNoSchedule"',
+    ),
+    (
+        "toleration without a key must be Exists",
+        pod({"containers": [container()], "tolerations": [{"value": "v"}]}),
+        'spec.tolerations[0].operator: Invalid value: "": operator must be Exists when `key` is'
+        ' empty, which means "match all values and all keys"',
+    ),
+    (
+        "toleration seconds only for NoExecute",
+        pod(
+            {
+                "containers": [container()],
+                "tolerations": [{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}],
+            }
+        ),
+        'spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be'
+        " 'NoExecute' when `tolerationSeconds` is set",
+    ),
+    (
         "pod name too long",
         obj("Pod", {"spec": {"containers": [container()]}}, name="a" * 254),
         f'metadata.name: Invalid value: "{"a" * 254}": must be no more than 253 characters',

@@ -8,6 +8,7 @@ because shiftnet does not default zeros) ``docs/api.md`` says so.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 
 from shiftnet.api import names
@@ -32,6 +33,7 @@ from shiftnet.api.core import (
     Probe,
     Service,
     ServicePort,
+    Toleration,
 )
 from shiftnet.api.fielderrors import (
     FieldError,
@@ -47,6 +49,15 @@ from shiftnet.api.meta_validation import label_errors
 PROTOCOLS = ("SCTP", "TCP", "UDP")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
+# resource.Quantity's serialization: a decimal number with a binary or decimal suffix
+_QUANTITY_RE = re.compile(
+    r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?\Z"
+)
+_QUANTITY_MSG = "must match the regular expression " + repr(
+    "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+)
 MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES = ("ClientIP", "None")
@@ -174,6 +185,14 @@ def _container_errors(c: Container, path: str, port_names: set[str]) -> list[Fie
     policy = c.termination_message_policy
     if policy is not None and policy not in MESSAGE_POLICIES:
         out.append(not_supported(join(path, "terminationMessagePolicy"), policy, MESSAGE_POLICIES))
+    if c.resources is not None:
+        for part, amounts in (("limits", c.resources.limits), ("requests", c.resources.requests)):
+            for name, amount in (amounts or {}).items():
+                qpath = join(path, "resources", part, name)
+                if isinstance(amount, int):
+                    amount = str(amount)
+                if not _QUANTITY_RE.match(amount):
+                    out.append(invalid(qpath, amount, _QUANTITY_MSG))
     if c.liveness_probe is not None and c.liveness_probe.success_threshold != 1:
         out.append(
             invalid(
@@ -218,6 +237,44 @@ def pod_errors(pod: Pod) -> list[FieldError]:
     out += label_errors(spec.node_selector, "spec.nodeSelector")
     out += _dns_errors(spec)
     out += _host_alias_errors(spec)
+    for i, t in enumerate(spec.tolerations or ()):
+        out += _toleration_errors(t, join("spec.tolerations", i))
+    return out
+
+
+def _toleration_errors(t: Toleration, path: str) -> list[FieldError]:
+    """As upstream's ValidateTolerations: the operator, the effect, and seconds only for
+    NoExecute."""
+    out: list[FieldError] = []
+    if t.key:
+        out += _first(join(path, "key"), t.key, names.qualified_name_errors(t.key))
+    if t.operator and t.operator not in TOLERATION_OPERATORS:
+        out.append(not_supported(join(path, "operator"), t.operator, TOLERATION_OPERATORS))
+    if t.operator == "Exists" and t.value:
+        out.append(
+            invalid(
+                join(path, "operator"), t.value, "value must be empty when `operator` is 'Exists'"
+            )
+        )
+    if not t.key and t.operator != "Exists":
+        out.append(
+            invalid(
+                join(path, "operator"),
+                t.operator or "",
+                "operator must be Exists when `key` is empty, which means"
+                ' "match all values and all keys"',
+            )
+        )
+    if t.effect and t.effect not in TAINT_EFFECTS:
+        out.append(not_supported(join(path, "effect"), t.effect, TAINT_EFFECTS))
+    if t.toleration_seconds is not None and t.effect != "NoExecute":
+        out.append(
+            invalid(
+                join(path, "effect"),
+                t.effect or "",
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            )
+        )
     return out
 
 
