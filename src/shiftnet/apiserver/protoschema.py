@@ -615,6 +615,60 @@ INGRESS = Message(
     },
 )
 
+# ---------------------------------------------------------------- self reviews
+
+SELF_SUBJECT_ACCESS_REVIEW = Message(
+    "SelfSubjectAccessReview",
+    {
+        1: message("metadata", OBJECT_META),
+        2: message(
+            "spec",
+            Message(
+                "SelfSubjectAccessReviewSpec",
+                {
+                    1: message(
+                        "resourceAttributes",
+                        Message(
+                            "ResourceAttributes",
+                            {
+                                1: string("namespace"),
+                                2: string("verb"),
+                                3: string("group"),
+                                4: string("version"),
+                                5: string("resource"),
+                                6: string("subresource"),
+                                7: string("name"),
+                                8: opaque("fieldSelector"),
+                                9: opaque("labelSelector"),
+                            },
+                        ),
+                        pointer=True,
+                    ),
+                    2: message(
+                        "nonResourceAttributes",
+                        Message("NonResourceAttributes", {1: string("path"), 2: string("verb")}),
+                        pointer=True,
+                    ),
+                },
+            ),
+        ),
+        3: opaque("status"),
+    },
+)
+
+SELF_SUBJECT_RULES_REVIEW = Message(
+    "SelfSubjectRulesReview",
+    {
+        1: message("metadata", OBJECT_META),
+        2: message("spec", Message("SelfSubjectRulesReviewSpec", {1: string("namespace")})),
+        3: opaque("status"),
+    },
+)
+
+SELF_SUBJECT_REVIEW = Message(
+    "SelfSubjectReview", {1: message("metadata", OBJECT_META), 2: opaque("status")}
+)
+
 # (apiVersion, kind) of the envelope -> the message of its ``raw`` bytes.
 KINDS: dict[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
@@ -624,4 +678,7 @@ KINDS: dict[tuple[str, str], Message] = {
     ("networking.k8s.io/v1", "Ingress"): INGRESS,
     ("v1", "DeleteOptions"): DELETE_OPTIONS,
     ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): SELF_SUBJECT_REVIEW,
 }

@@ -13,6 +13,7 @@ from typing import IO, Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from shiftnet.apiserver import selfreviews
 from shiftnet.apiserver.audit import audit_middleware, open_log
 from shiftnet.apiserver.auth import bearer_auth
 from shiftnet.apiserver.config import APIServerConfig
@@ -79,6 +80,7 @@ def build_app(
     app = web.Application(middlewares=middlewares)
     if metrics is not None:
         metrics.install(app)
+    selfreviews.install(app, config.max_body_bytes)  # before the catch-all /apis routes
     app.router.add_get("/version", api.version)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, api.health)

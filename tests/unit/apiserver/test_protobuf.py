@@ -402,8 +402,9 @@ def test_malformed_bodies_are_one_400_naming_where(body: bytes, reason: str) -> 
     [
         (
             envelope("v1", "Endpoints", meta(text(1, "e"))),
-            "protobuf bodies are read for DeleteOptions, Ingress, Namespace, Pod, Secret and "
-            "Service; send Endpoints (v1) as JSON or YAML",
+            "protobuf bodies are read for DeleteOptions, Ingress, Namespace, Pod, Secret, "
+            "SelfSubjectAccessReview, SelfSubjectReview, SelfSubjectRulesReview and Service; "
+            "send Endpoints (v1) as JSON or YAML",
         ),
         (envelope("", "", b""), "send an object without a kind as JSON or YAML"),
         (envelope("v1", "Namespace", b"", encoding="gzip"), 'contentEncoding "gzip"'),
