@@ -61,10 +61,16 @@ class CoalescingRunner:
         max_interval: float | None = None,
         name: str = "runner",
         clock: Clock = SYSTEM_CLOCK,
+        failure_retry: float | None = None,
     ) -> None:
         self.fn = fn
         self.min_interval = min_interval
         self.max_interval = max_interval
+        # After a failed run, the next one is due this soon, doubling with each failure in
+        # a row up to max_interval (None: at max_interval, as after any run).
+        self.failure_retry = failure_retry
+        self._retry_due: float | None = None
+        self._failed_in_a_row = 0
         self.name = name
         self.clock = clock
         self.runs = 0
@@ -100,27 +106,42 @@ class CoalescingRunner:
             self._pending.clear()
             self._quiet_first = self._quiet_due = None
             self._last = self._since = self.clock.monotonic()
+            self._retry_due = None
             try:
                 await self.fn()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a broken sync must not stop later syncs
                 self.failures += 1
+                self._failed_in_a_row += 1
+                retry_in = self._retry_in()
+                if retry_in is not None:
+                    self._retry_due = self._last + retry_in
                 log.error(
                     "sync failed runner=%s error=%s retry_in=%s",
                     self.name,
                     exc,
-                    self.max_interval,
+                    retry_in if retry_in is not None else self.max_interval,
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
+            else:
+                self._failed_in_a_row = 0
             finally:
                 self.runs += 1
+
+    def _retry_in(self) -> float | None:
+        if self.failure_retry is None:
+            return None
+        delay = self.failure_retry * float(2 ** min(self._failed_in_a_row - 1, 30))
+        return delay if self.max_interval is None else min(delay, self.max_interval)
 
     async def _wait_for_kick(self) -> None:
         """Until a kick, a quiet kick's time, or ``max_interval`` since the last run."""
         while not self._pending.is_set():
             self._rescheduled.clear()
-            due = [t for t in (self._quiet_due, self._resync_due()) if t is not None]
+            due = [
+                t for t in (self._quiet_due, self._resync_due(), self._retry_due) if t is not None
+            ]
             remaining = min(due) - self.clock.monotonic() if due else None
             if remaining is not None and remaining <= 0:
                 return

@@ -131,6 +131,25 @@ async def test_a_failed_run_is_retried_on_its_own(clock: FakeClock) -> None:
     assert runner._task is None
 
 
+async def test_a_failed_run_is_retried_soon_backing_off_to_max_interval(clock: FakeClock) -> None:
+    calls = Calls(clock, fail=5)
+    runner = CoalescingRunner(
+        calls, min_interval=1.0, max_interval=10.0, name="t", clock=clock, failure_retry=1.0
+    )
+    await runner.start()
+    try:
+        runner.kick()
+        await settle()
+        for _ in range(30):
+            await clock.advance(1.0)
+        # failed at 0, retried after 1, 2, 4, 8 (capped at 10) s; the sixth run succeeds,
+        # and the next one is a whole max_interval later again
+        assert calls.at == [1000.0, 1001.0, 1003.0, 1007.0, 1015.0, 1025.0]
+        assert runner.failures == 5
+    finally:
+        await runner.stop()
+
+
 async def test_flush_runs_now_and_stop_ends_a_waiting_runner(clock: FakeClock) -> None:
     calls = Calls(clock)
     runner = CoalescingRunner(calls, min_interval=60.0, max_interval=600.0, clock=clock)

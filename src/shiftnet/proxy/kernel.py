@@ -102,7 +102,17 @@ async def run_command(argv: list[str], stdin: str = "", netns: str | None = None
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await proc.communicate(stdin.encode())
+    try:
+        out, err = await proc.communicate(stdin.encode())
+    except (RuntimeError, BrokenPipeError, ConnectionResetError):
+        # It exited before reading its input (the pipe was closed under us): what it said
+        # is the error, not the closed pipe.
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = await proc.stdout.read(), await proc.stderr.read()
+        await proc.wait()
+        if proc.returncode == 0:
+            tool = argv[-2] if netns else argv[0]
+            raise KernelApplyError(f"{tool} exited before its input") from None
     if proc.returncode != 0:
         first = err.decode(errors="replace").strip().splitlines()[:3]
         raise KernelApplyError(f"{argv[-2] if netns else argv[0]} failed: {' | '.join(first)}")

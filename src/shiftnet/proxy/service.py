@@ -35,6 +35,8 @@ from shiftnet.store.base import Store
 
 log = logging.getLogger(__name__)
 
+FAILED_SYNC_RETRY = 1.0  # seconds before a failed sync is tried again (then 2, 4, ...)
+
 MODES = ("userspace", "iptables", "nftables")
 
 
@@ -127,11 +129,14 @@ class ServiceProxy:
         if self.config.mode == "iptables":  # kube-proxy's --iptables-(min-)sync-period
             min_interval = self.config.kernel.iptables_min_sync_period
             max_interval = self.config.kernel.iptables_sync_period
+        # A failed sync (a restore refused, a command that died) is tried again within
+        # seconds, backing off to the sync period: kube-proxy waits a whole sync period.
         self.runner = CoalescingRunner(
             self.sync,
             min_interval=min_interval,
             max_interval=max_interval,
             name=f"proxy-{self.config.mode}",
+            failure_retry=max(min_interval, FAILED_SYNC_RETRY),
         )
         # kube-proxy: unhealthy when a change waits longer than twice the sync period
         self.health = ProxyHealth(timeout=2 * (max_interval or 30.0))
