@@ -14,8 +14,9 @@ from typing import Any
 
 from aiohttp import web
 
+from shiftnet.api.fielderrors import FieldError, invalid, required
 from shiftnet.apiserver.bodies import read_object
-from shiftnet.apiserver.status import StatusError, bad_request
+from shiftnet.apiserver.status import StatusError, bad_request, invalid_object
 from shiftnet.apiserver.tokens import TokenUser
 
 AUTHORIZATION = "authorization.k8s.io/v1"
@@ -28,15 +29,10 @@ ALLOWED = "every authenticated token may do everything on this server (no RBAC)"
 _ONE_OF = "exactly one of nonResourceAttributes or resourceAttributes must be specified"
 
 
-def _invalid(kind: str, field: str, why: str, reason: str = "FieldValueRequired") -> StatusError:
-    """422 as upstream's validation of a review's spec."""
-    message = f'{kind}.authorization.k8s.io "" is invalid: {field}: {why}'
-    details = {
-        "group": "authorization.k8s.io",
-        "kind": kind,
-        "causes": [{"reason": reason, "message": why.split(": ", 1)[-1], "field": field}],
-    }
-    return StatusError(422, "Invalid", message, details)
+def _invalid(kind: str, error: FieldError) -> StatusError:
+    """422 as upstream's validation of a review's spec (reviews have no name)."""
+    details: dict[str, Any] = {"name": "", "group": "authorization.k8s.io", "kind": kind}
+    return invalid_object(f"{kind}.authorization.k8s.io", details, [error])
 
 
 def _reviewed(doc: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
@@ -54,14 +50,10 @@ def access_review(doc: dict[str, Any]) -> dict[str, Any]:
     spec = _reviewed(doc, AUTHORIZATION, kind)
     resource, other = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
     if resource is None and other is None:
-        raise _invalid(kind, "spec.resourceAttributes", f"Required value: {_ONE_OF}")
+        raise _invalid(kind, required("spec.resourceAttributes", _ONE_OF))
     if resource is not None and other is not None:
-        raise _invalid(
-            kind,
-            "spec.resourceAttributes",
-            'Invalid value: "": cannot be specified in combination with resourceAttributes',
-            "FieldValueInvalid",
-        )
+        why = "cannot be specified in combination with resourceAttributes"
+        raise _invalid(kind, invalid("spec.resourceAttributes", "", why))
     return _answer(AUTHORIZATION, kind, spec, {"allowed": True, "reason": ALLOWED})
 
 

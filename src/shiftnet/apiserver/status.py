@@ -101,10 +101,18 @@ def conflict(info: ResourceInfo, name: str) -> StatusError:
 
 def invalid(info: ResourceInfo, name: str, errors: list[FieldError]) -> StatusError:
     """422 naming every field; the message lists them as upstream's aggregate does."""
-    texts = [str(e) for e in errors]
-    listed = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     details = _details(info, name)
     details["kind"] = info.kind
+    return invalid_object(info.qualified_kind, details, errors)
+
+
+def invalid_object(
+    qualified_kind: str, details: dict[str, Any], errors: list[FieldError]
+) -> StatusError:
+    """:func:`invalid` for an object of any kind, served or not (the self reviews)."""
+    texts = [str(e) for e in errors]
+    listed = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    name = details.get("name", "")
     details["causes"] = [
         {
             "reason": CAUSE_REASON.get(e.type, "FieldValueInvalid"),
@@ -113,9 +121,7 @@ def invalid(info: ResourceInfo, name: str, errors: list[FieldError]) -> StatusEr
         }
         for e in errors
     ]
-    return StatusError(
-        422, "Invalid", f'{info.qualified_kind} "{name}" is invalid: {listed}', details
-    )
+    return StatusError(422, "Invalid", f'{qualified_kind} "{name}" is invalid: {listed}', details)
 
 
 def bad_request(message: str) -> StatusError:
