@@ -174,20 +174,26 @@ class HAProxyDriver:
             on_disk = self._on_disk
             if on_disk is None:
                 return
-            loaded = _identity(on_disk)
-            self._loaded = dict(on_disk)
             if self._desired_description is not None and on_disk == self._desired:
-                self._live = LiveState.of(self._desired_description)
-                self._owed_marker.unlink(missing_ok=True)
-                self._write_aliases({})
-                self._note(loaded=loaded, served=loaded)
+                self._serves(on_disk, self._desired_description)
                 return
             # Files older than the wanted ones (a refused check left the last good set):
             # nothing is known to be served as planned until the reload brings them.
+            self._loaded = dict(on_disk)
             self._live = None
             self._owed_marker.touch()
-            self._note(loaded=loaded, served=None)
+            self._note(loaded=_identity(on_disk), served=None)
         self._runner.kick()
+
+    def _serves(self, files: dict[str, bytes], description: Description, **note: object) -> None:
+        """HAProxy has just loaded ``files`` (a reload, a restart): they are the picture,
+        nothing is owed, no spare serves a route (``note``: more for ``run/loaded.json``)."""
+        self._loaded = dict(files)
+        self._live = LiveState.of(description)
+        self._owed_marker.unlink(missing_ok=True)
+        self._write_aliases({})
+        loaded = _identity(files)
+        self._note(loaded=loaded, served=loaded, **note)
 
     async def stop(self, stop_haproxy: bool = True) -> None:
         """Stop watching; stop HAProxy too unless the caller wants it left serving."""
@@ -422,13 +428,8 @@ class HAProxyDriver:
             metrics.RELOAD_SECONDS.observe(time.monotonic() - t1)
             metrics.RELOAD_FAILURE.set(0)
             self.last_error = None
-            self._loaded = dict(desired)
             self._on_disk = dict(desired)
-            self._live = LiveState.of(description)
-            self._owed_marker.unlink(missing_ok=True)
-            self._write_aliases({})
-            loaded = _identity(desired)
-            self._note(loaded=loaded, served=loaded, failed="", failed_at=None)
+            self._serves(desired, description, failed="", failed_at=None)
             if self.on_applied is not None:
                 self.on_applied(desired)
             log.info(
